@@ -1,0 +1,78 @@
+"""The Delta transaction-log engine: pure Python on pyarrow (no pyspark, no airflow).
+
+Example:
+    >>> from airflow_provider_delta.core import DeltaTable
+    >>> t = DeltaTable("/data/events")  # doctest: +SKIP
+    >>> t.version, len(t.files())       # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from airflow_provider_delta.core.actions import (
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
+from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
+from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.exceptions import (
+    CommitError,
+    CommitRetriesExhaustedError,
+    ConcurrentAppendException,
+    ConcurrentDeleteDeleteException,
+    ConcurrentDeleteReadException,
+    ConcurrentTransactionException,
+    DataFileError,
+    DeltaConcurrentModificationException,
+    DeltaError,
+    LogCorruptedError,
+    MetadataChangedException,
+    PredicateError,
+    ProtocolChangedException,
+    ProtocolError,
+    SchemaError,
+    SchemaEvolutionError,
+    SchemaMismatchError,
+    TableNotFoundError,
+    UnsupportedFeatureError,
+    VersionNotFoundError,
+)
+
+__all__ = [
+    "AddCDCFile",
+    "AddFile",
+    "CommitError",
+    "CommitInfo",
+    "CommitRetriesExhaustedError",
+    "ConcurrentAppendException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentTransactionException",
+    "DataFileError",
+    "DeltaConcurrentModificationException",
+    "DeltaError",
+    "DeltaTable",
+    "DomainMetadata",
+    "LogCorruptedError",
+    "Metadata",
+    "MetadataChangedException",
+    "PredicateError",
+    "Protocol",
+    "ProtocolChangedException",
+    "ProtocolError",
+    "RemoveFile",
+    "SchemaError",
+    "SchemaEvolutionError",
+    "SchemaMismatchError",
+    "SetTransaction",
+    "Snapshot",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+    "load_snapshot",
+]

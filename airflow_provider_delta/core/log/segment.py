@@ -1,0 +1,266 @@
+"""Which log files make up a version: the newest usable checkpoint plus the commits after it.
+
+Two ways to find them. The fast way trusts ``_last_checkpoint`` and probes for the commits after it
+(a handful of existence checks, galloping then bisecting), so its cost does not grow with the log's
+history. The safe way lists ``_delta_log``. The fast way falls back to the safe one whenever
+``_last_checkpoint`` is missing, corrupt, stale, or points past the version asked for.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+import orjson
+
+from airflow_provider_delta.core.log.paths import (
+    LAST_CHECKPOINT,
+    LOG_DIR,
+    LogFile,
+    commit_path,
+    parse_log_name,
+)
+from airflow_provider_delta.exceptions import LogCorruptedError, TableNotFoundError, VersionNotFoundError
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.core.storage import Storage
+
+CheckpointKind = Literal["classic", "multipart", "v2"]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRef:
+    """A complete checkpoint: its version and every file of it."""
+
+    version: int
+    kind: CheckpointKind
+    files: tuple[LogFile, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LogSegment:
+    """The files to replay for ``version``: ``checkpoint`` (maybe none) then ``commits`` in order."""
+
+    version: int
+    checkpoint: CheckpointRef | None
+    commits: tuple[LogFile, ...]
+    listing: LogListing | None = field(default=None, compare=False)
+
+    @property
+    def start_version(self) -> int:
+        """The first version whose commit is replayed (the checkpoint's version + 1, or 0)."""
+        return self.checkpoint.version + 1 if self.checkpoint is not None else 0
+
+
+@dataclass(frozen=True, slots=True)
+class LogListing:
+    """Everything a full listing of ``_delta_log`` tells about the versions it holds."""
+
+    commits: dict[int, LogFile]
+    checkpoints: tuple[CheckpointRef, ...]  # complete ones, ascending by version
+
+    @property
+    def latest_version(self) -> int | None:
+        """The newest version with a commit or a checkpoint, or None for an empty log."""
+        candidates = list(self.commits)
+        if self.checkpoints:
+            candidates.append(self.checkpoints[-1].version)
+        return max(candidates) if candidates else None
+
+    def earliest_recoverable_version(self) -> int | None:
+        """The oldest version whose state can be rebuilt: commit 0, or the oldest usable checkpoint."""
+        latest = self.latest_version
+        if latest is None:
+            return None
+        starts = sorted({c.version for c in self.checkpoints} | ({0} if 0 in self.commits else set()))
+        for start in starts:
+            first_commit = start + 1 if start in {c.version for c in self.checkpoints} else start
+            if all(v in self.commits for v in range(first_commit, latest + 1)):
+                return start
+        return None
+
+
+def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
+    """``_last_checkpoint`` as a dict, or None when absent or unreadable (it is only a hint)."""
+    try:
+        data = storage.read_bytes(LAST_CHECKPOINT)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+        return None
+    except OSError:
+        return None
+    try:
+        hint = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(hint, dict) or not isinstance(hint.get("version"), int) or hint["version"] < 0:
+        return None
+    return hint
+
+
+def list_log(storage: Storage) -> LogListing:
+    """List ``_delta_log`` once and group its files into commits and complete checkpoints."""
+    commits: dict[int, LogFile] = {}
+    classic: dict[int, LogFile] = {}
+    parts: dict[tuple[int, int], dict[int, LogFile]] = {}
+    v2: dict[int, list[LogFile]] = {}
+    for info in storage.list_dir(LOG_DIR):
+        lf = parse_log_name(info.name, size=info.size, modification_time=info.modification_time)
+        if lf is None:
+            continue
+        if lf.kind == "commit":
+            commits[lf.version] = lf
+        elif lf.kind == "checkpoint":
+            classic[lf.version] = lf
+        elif lf.kind == "multipart":
+            parts.setdefault((lf.version, lf.num_parts), {})[lf.part] = lf
+        elif lf.kind == "v2":
+            v2.setdefault(lf.version, []).append(lf)
+    refs: dict[int, CheckpointRef] = {}
+    for (version, num_parts), got in parts.items():
+        if len(got) == num_parts and set(got) == set(range(1, num_parts + 1)):
+            refs[version] = CheckpointRef(version, "multipart", tuple(got[i] for i in range(1, num_parts + 1)))
+    for version, lf in classic.items():
+        refs[version] = CheckpointRef(version, "classic", (lf,))
+    for version, files in v2.items():
+        # Any one of several V2 checkpoints of a version will do (PROTOCOL.md "V2 Spec"); prefer parquet.
+        best = sorted(files, key=lambda f: (not f.name.endswith(".parquet"), f.name))[0]
+        refs[version] = CheckpointRef(version, "v2", (best,))
+    return LogListing(commits, tuple(refs[v] for v in sorted(refs)))
+
+
+def _gallop_latest(storage: Storage, known: int) -> int:
+    """The newest contiguous commit version at or after ``known`` (which exists), by probing."""
+    step = 1
+    low = known
+    high = known + step
+    while storage.exists(commit_path(high)):
+        low = high
+        step *= 2
+        high = known + step
+    # low exists, high does not: bisect.
+    while high - low > 1:
+        mid = (low + high) // 2
+        if storage.exists(commit_path(mid)):
+            low = mid
+        else:
+            high = mid
+    return low
+
+
+def _checkpoint_from_hint(storage: Storage, hint: dict[str, Any]) -> CheckpointRef | None:
+    version = int(hint["version"])
+    prefix = f"{version:020d}"
+    v2 = hint.get("v2Checkpoint")
+    if isinstance(v2, dict) and isinstance(v2.get("path"), str):
+        lf = parse_log_name(v2["path"].rsplit("/", 1)[-1])
+        return CheckpointRef(version, "v2", (lf,)) if lf is not None else None
+    num_parts = hint.get("parts")
+    if isinstance(num_parts, int) and num_parts > 1:
+        files = [
+            LogFile(f"{prefix}.checkpoint.{i:010d}.{num_parts:010d}.parquet", "multipart", version, i, num_parts)
+            for i in range(1, num_parts + 1)
+        ]
+        return CheckpointRef(version, "multipart", tuple(files))
+    return CheckpointRef(version, "classic", (LogFile(f"{prefix}.checkpoint.parquet", "checkpoint", version),))
+
+
+def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
+    hint = read_last_checkpoint(storage)
+    if hint is None:
+        return None
+    checkpoint = _checkpoint_from_hint(storage, hint)
+    if checkpoint is None or (version is not None and version < checkpoint.version):
+        return None
+    if not all(storage.exists(f.path) for f in checkpoint.files):
+        return None
+    start = checkpoint.version
+    latest = _gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+    if version is None:
+        version = latest
+    elif version > latest:
+        return None  # let the listing decide (and raise with the true bounds)
+    commits = tuple(
+        LogFile(f"{v:020d}.json", "commit", v) for v in range(checkpoint.version + 1, version + 1)
+    )
+    return LogSegment(version, checkpoint, commits)
+
+
+def segment_from_listing(listing: LogListing, version: int | None, *, location: str) -> LogSegment:
+    """The segment for ``version`` (latest when None) from a full listing.
+
+    Raises:
+        TableNotFoundError: the log holds no commits or checkpoints.
+        VersionNotFoundError: ``version`` is newer than the latest or older than the earliest
+            recoverable version.
+        LogCorruptedError: commits are missing between the checkpoint and the version.
+    """
+    latest = listing.latest_version
+    if latest is None:
+        raise TableNotFoundError(f"Cannot open table {location!r}: {LOG_DIR} holds no commits", location=location)
+    target = latest if version is None else version
+    if target < 0 or target > latest:
+        earliest = listing.earliest_recoverable_version()
+        raise VersionNotFoundError(
+            f"Cannot load version {target} of table {location!r}: available versions are "
+            f"{earliest if earliest is not None else '?'} to {latest}",
+            version=target,
+            earliest=earliest,
+            latest=latest,
+        )
+    usable = [c for c in listing.checkpoints if c.version <= target]
+    checkpoint = usable[-1] if usable else None
+    first = checkpoint.version + 1 if checkpoint is not None else 0
+    missing = [v for v in range(first, target + 1) if v not in listing.commits]
+    if missing:
+        earliest = listing.earliest_recoverable_version()
+        if checkpoint is None and (0 in missing) and target not in missing and earliest is not None:
+            raise VersionNotFoundError(
+                f"Cannot load version {target} of table {location!r}: its commits were cleaned up; the "
+                f"earliest recoverable version is {earliest}",
+                version=target,
+                earliest=earliest,
+                latest=latest,
+            )
+        if checkpoint is None and 0 in missing and earliest is None:
+            raise LogCorruptedError(
+                f"Cannot load table {location!r}: commit 0 is missing and no checkpoint covers the "
+                f"earliest commits (first commit found: {min(listing.commits)})",
+                version=0,
+            )
+        raise LogCorruptedError(
+            f"Cannot load version {target} of table {location!r}: the log has a gap, commit "
+            f"{missing[0]} is missing",
+            version=missing[0],
+        )
+    commits = tuple(listing.commits[v] for v in range(first, target + 1))
+    return LogSegment(target, checkpoint, commits, listing)
+
+
+def build_segment(storage: Storage, version: int | None = None, *, location: str = "") -> LogSegment:
+    """Find the files to replay for ``version`` (the latest when None); see the module docstring."""
+    fast = _fast_segment(storage, version)
+    if fast is not None:
+        return fast
+    return segment_from_listing(list_log(storage), version, location=location or storage.root)
+
+
+def latest_version(storage: Storage, *, location: str = "") -> int:
+    """The table's newest version without replaying anything.
+
+    With a valid ``_last_checkpoint`` this costs a few existence checks that do not grow with the
+    log's history; otherwise one listing of ``_delta_log``.
+    """
+    hint = read_last_checkpoint(storage)
+    if hint is not None:
+        start = int(hint["version"])
+        if storage.exists(commit_path(start)):
+            return _gallop_latest(storage, start)
+        checkpoint = _checkpoint_from_hint(storage, hint)
+        if checkpoint is not None and all(storage.exists(f.path) for f in checkpoint.files):
+            return _gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+    listing = list_log(storage)
+    latest = listing.latest_version
+    if latest is None:
+        where = location or storage.root
+        raise TableNotFoundError(f"Cannot open table {where!r}: {LOG_DIR} holds no commits", location=where)
+    return latest

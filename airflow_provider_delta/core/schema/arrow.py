@@ -1,0 +1,236 @@
+"""Delta schema <-> Arrow schema, logical (display names) and physical (column-mapping names).
+
+The Arrow form follows what Parquet readers produce: list items are called ``element``, map
+entries have a non-null ``key`` and a ``value``; ``timestamp`` is ``timestamp[us, tz=UTC]`` and
+``timestamp_ntz`` is ``timestamp[us]``::
+
+    >>> import pyarrow as pa
+    >>> from airflow_provider_delta.core.schema.types import LongType, StructField, StructType
+    >>> to_arrow_schema(StructType((StructField("id", LongType(), nullable=False),)))
+    id: int64 not null
+
+With ``physical=True`` the fields are named by ``delta.columnMapping.physicalName`` and carry the
+column mapping id as ``PARQUET:field_id`` metadata, which is how pyarrow writes Parquet field ids.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from airflow_provider_delta.core.schema.mapping import field_id, physical_name
+from airflow_provider_delta.core.schema.types import (
+    MAX_DECIMAL_PRECISION,
+    ArrayType,
+    BinaryType,
+    BooleanType,
+    ByteType,
+    DataType,
+    DateType,
+    DecimalType,
+    DoubleType,
+    FloatType,
+    IntegerType,
+    LongType,
+    MapType,
+    NullType,
+    ShortType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampNtzType,
+    TimestampType,
+    UnsupportedType,
+)
+from airflow_provider_delta.exceptions import SchemaError, UnsupportedFeatureError
+
+PARQUET_FIELD_ID_KEY = b"PARQUET:field_id"
+
+_PRIMITIVE_TO_ARROW: dict[type[DataType], pa.DataType] = {
+    StringType: pa.string(),
+    LongType: pa.int64(),
+    IntegerType: pa.int32(),
+    ShortType: pa.int16(),
+    ByteType: pa.int8(),
+    FloatType: pa.float32(),
+    DoubleType: pa.float64(),
+    BooleanType: pa.bool_(),
+    BinaryType: pa.binary(),
+    DateType: pa.date32(),
+    TimestampType: pa.timestamp("us", tz="UTC"),
+    TimestampNtzType: pa.timestamp("us"),
+    NullType: pa.null(),
+}
+
+
+def to_arrow_type(dt: DataType, *, physical: bool = False) -> pa.DataType:
+    """Return the Arrow type of a Delta type.
+
+    Args:
+        dt: the Delta type.
+        physical: name nested struct fields by their column-mapping physical names and attach
+            ``PARQUET:field_id`` metadata.
+
+    Raises:
+        UnsupportedFeatureError: for an :class:`UnsupportedType`.
+
+    Example:
+        >>> to_arrow_type(DecimalType(10, 2))
+        Decimal128Type(decimal128(10, 2))
+    """
+    primitive = _PRIMITIVE_TO_ARROW.get(type(dt))
+    if primitive is not None:
+        return primitive
+    if isinstance(dt, DecimalType):
+        return pa.decimal128(dt.precision, dt.scale)
+    if isinstance(dt, StructType):
+        return pa.struct([to_arrow_field(f, physical=physical) for f in dt.fields])
+    if isinstance(dt, ArrayType):
+        element = pa.field("element", to_arrow_type(dt.element_type, physical=physical), dt.contains_null)
+        return pa.list_(element)
+    if isinstance(dt, MapType):
+        key = pa.field("key", to_arrow_type(dt.key_type, physical=physical), nullable=False)
+        value = pa.field("value", to_arrow_type(dt.value_type, physical=physical), dt.value_contains_null)
+        return pa.map_(key, value)
+    if isinstance(dt, UnsupportedType):
+        raise UnsupportedFeatureError(
+            f"Cannot convert type {dt.name!r} to Arrow: the type is unsupported", features=(dt.name,)
+        )
+    raise UnsupportedFeatureError(f"Cannot convert type {dt!r} to Arrow: the type is unsupported")
+
+
+def to_arrow_field(f: StructField, *, physical: bool = False) -> pa.Field:
+    """Return the Arrow field of a struct field (see :func:`to_arrow_type`)."""
+    arrow_type = to_arrow_type(f.type, physical=physical)
+    if not physical:
+        return pa.field(f.name, arrow_type, nullable=f.nullable)
+    column_id = field_id(f)
+    metadata = None if column_id is None else {PARQUET_FIELD_ID_KEY: str(column_id).encode()}
+    return pa.field(physical_name(f), arrow_type, nullable=f.nullable, metadata=metadata)
+
+
+def to_arrow_schema(schema: StructType, *, physical: bool = False) -> pa.Schema:
+    """Return the Arrow schema of a Delta schema.
+
+    Args:
+        schema: the Delta schema.
+        physical: use column-mapping physical names (recursively; the logical name where a field has
+            none) and attach ``PARQUET:field_id`` from ``delta.columnMapping.id``.
+
+    Raises:
+        UnsupportedFeatureError: if the schema contains an :class:`UnsupportedType`.
+    """
+    return pa.schema([to_arrow_field(f, physical=physical) for f in schema.fields])
+
+
+def from_arrow_type(arrow_type: pa.DataType) -> DataType:
+    """Return the Delta type of an Arrow type.
+
+    Accepts the Arrow variants a Parquet or IPC reader may produce: large and view strings and
+    binaries, fixed size binaries, large and fixed size lists, timestamps of any unit (time zone
+    aware -> ``timestamp``, naive -> ``timestamp_ntz``), dictionaries (their value type), and unsigned
+    integers up to 32 bits (widened to the next signed type).
+
+    Raises:
+        SchemaError: if the Arrow type has no Delta equivalent (``uint64``, ``time64``, ...).
+    """
+    t = pa.types
+    for predicate, delta_type in _SIMPLE_FROM_ARROW:
+        if predicate(arrow_type):
+            return delta_type
+    if t.is_timestamp(arrow_type):
+        return TimestampType() if arrow_type.tz is not None else TimestampNtzType()
+    if t.is_decimal(arrow_type):
+        if arrow_type.precision > MAX_DECIMAL_PRECISION:
+            raise SchemaError(
+                f"Cannot convert Arrow type {arrow_type} to Delta: precision {arrow_type.precision} exceeds "
+                f"{MAX_DECIMAL_PRECISION}"
+            )
+        return DecimalType(arrow_type.precision, arrow_type.scale)
+    if t.is_struct(arrow_type):
+        return StructType(tuple(from_arrow_field(arrow_type.field(i)) for i in range(arrow_type.num_fields)))
+    if t.is_map(arrow_type):
+        return MapType(
+            from_arrow_type(arrow_type.key_type),
+            from_arrow_type(arrow_type.item_type),
+            arrow_type.item_field.nullable,
+        )
+    if _is_any_list(arrow_type):
+        value_field = arrow_type.value_field
+        return ArrayType(from_arrow_type(value_field.type), value_field.nullable)
+    if t.is_dictionary(arrow_type):
+        return from_arrow_type(arrow_type.value_type)
+    if t.is_run_end_encoded(arrow_type):
+        return from_arrow_type(arrow_type.value_type)
+    if isinstance(arrow_type, pa.ExtensionType):
+        return from_arrow_type(arrow_type.storage_type)
+    raise SchemaError(f"Cannot convert Arrow type {arrow_type} to Delta: no Delta type stores it")
+
+
+def _is_any_list(arrow_type: pa.DataType) -> bool:
+    t = pa.types
+    return bool(
+        t.is_list(arrow_type)
+        or t.is_large_list(arrow_type)
+        or t.is_fixed_size_list(arrow_type)
+        or t.is_list_view(arrow_type)
+        or t.is_large_list_view(arrow_type)
+    )
+
+
+_SIMPLE_FROM_ARROW = (
+    (pa.types.is_null, NullType()),
+    (pa.types.is_boolean, BooleanType()),
+    (pa.types.is_int8, ByteType()),
+    (pa.types.is_int16, ShortType()),
+    (pa.types.is_int32, IntegerType()),
+    (pa.types.is_int64, LongType()),
+    (pa.types.is_uint8, ShortType()),
+    (pa.types.is_uint16, IntegerType()),
+    (pa.types.is_uint32, LongType()),
+    (pa.types.is_float16, FloatType()),
+    (pa.types.is_float32, FloatType()),
+    (pa.types.is_float64, DoubleType()),
+    (pa.types.is_string, StringType()),
+    (pa.types.is_large_string, StringType()),
+    (pa.types.is_string_view, StringType()),
+    (pa.types.is_binary, BinaryType()),
+    (pa.types.is_large_binary, BinaryType()),
+    (pa.types.is_binary_view, BinaryType()),
+    (pa.types.is_fixed_size_binary, BinaryType()),
+    (pa.types.is_date, DateType()),
+)
+
+
+def from_arrow_field(arrow_field: pa.Field) -> StructField:
+    """Return the Delta field of an Arrow field (name, type, nullability; metadata is not carried)."""
+    try:
+        return StructField(arrow_field.name, from_arrow_type(arrow_field.type), arrow_field.nullable)
+    except SchemaError as err:
+        if str(err).startswith("Cannot convert field"):
+            raise
+        raise SchemaError(f"Cannot convert field {arrow_field.name!r} to Delta: {err}") from err
+
+
+def from_arrow_schema(arrow_schema: pa.Schema) -> StructType:
+    """Return the Delta schema of an Arrow schema (see :func:`from_arrow_type`).
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from_arrow_schema(pa.schema([pa.field("id", pa.int64(), nullable=False)])).to_json()
+        '{"type":"struct","fields":[{"name":"id","type":"long","nullable":false,"metadata":{}}]}'
+
+    Raises:
+        SchemaError: if a field's type has no Delta equivalent or two fields share a name.
+    """
+    return StructType(tuple(from_arrow_field(f) for f in arrow_schema))
+
+
+__all__ = [
+    "PARQUET_FIELD_ID_KEY",
+    "from_arrow_field",
+    "from_arrow_schema",
+    "from_arrow_type",
+    "to_arrow_field",
+    "to_arrow_schema",
+    "to_arrow_type",
+]

@@ -1,0 +1,134 @@
+"""A snapshot: the state of a table at one version, reconstructed from its log."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from airflow_provider_delta.core.log.replay import replay
+from airflow_provider_delta.core.log.segment import LogSegment, build_segment
+from airflow_provider_delta.core.protocol import check_readable
+from airflow_provider_delta.exceptions import LogCorruptedError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from airflow_provider_delta.core.actions import (
+        AddFile,
+        CommitInfo,
+        DomainMetadata,
+        Metadata,
+        Protocol,
+        RemoveFile,
+        SetTransaction,
+    )
+    from airflow_provider_delta.core.log.replay import ReplayState
+    from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.storage import Storage
+
+
+class Snapshot:
+    """The reconciled state of a table at ``version``. Immutable once built.
+
+    Build one with :func:`load_snapshot`; ``DeltaTable`` wraps it for users.
+    """
+
+    def __init__(self, storage: Storage, location: str, segment: LogSegment, state: ReplayState) -> None:
+        if state.protocol is None:
+            raise LogCorruptedError(
+                f"Cannot load version {segment.version} of table {location!r}: the log has no protocol action",
+                version=segment.version,
+            )
+        if state.metadata is None:
+            raise LogCorruptedError(
+                f"Cannot load version {segment.version} of table {location!r}: the log has no metaData action",
+                version=segment.version,
+            )
+        self.storage = storage
+        self.location = location
+        self.segment = segment
+        self.version = segment.version
+        self.protocol: Protocol = state.protocol
+        self.metadata: Metadata = state.metadata
+        self._files = state.files
+        self._tombstones = state.tombstones
+        self._txns = state.txns
+        self._domains = state.domains
+        self._last_commit_info = state.last_commit_info
+
+    @cached_property
+    def schema(self) -> StructType:
+        """The table's logical schema."""
+        from airflow_provider_delta.core.schema.types import schema_from_json
+
+        if not self.metadata.schema_string:
+            raise LogCorruptedError(
+                f"Cannot read the schema of table {self.location!r} at version {self.version}: "
+                "metaData has no schemaString",
+                version=self.version,
+            )
+        return schema_from_json(self.metadata.schema_string)
+
+    @property
+    def partition_columns(self) -> tuple[str, ...]:
+        """The partition columns, in the order the metadata lists them."""
+        return self.metadata.partition_columns
+
+    @property
+    def configuration(self) -> Mapping[str, str]:
+        """The table properties (``delta.*`` and user properties)."""
+        return self.metadata.configuration
+
+    def files(self) -> list[AddFile]:
+        """The active data files (add actions)."""
+        return list(self._files.values())
+
+    @property
+    def num_files(self) -> int:
+        """How many data files are active."""
+        return len(self._files)
+
+    def tombstones(self) -> list[RemoveFile]:
+        """The remove actions still remembered by the log (vacuum candidates)."""
+        return list(self._tombstones.values())
+
+    @property
+    def transactions(self) -> Mapping[str, SetTransaction]:
+        """The newest ``txn`` per application id."""
+        return self._txns
+
+    def app_transaction_version(self, app_id: str) -> int | None:
+        """The newest version the application ``app_id`` committed, or None."""
+        txn = self._txns.get(app_id)
+        return txn.version if txn is not None else None
+
+    @property
+    def domain_metadata(self) -> Mapping[str, DomainMetadata]:
+        """Active domain metadata by domain name."""
+        return self._domains
+
+    @property
+    def commit_info(self) -> CommitInfo | None:
+        """The commitInfo of this version's commit, when it was replayed from a commit file."""
+        if self.segment.commits and self.segment.commits[-1].version == self.version:
+            return self._last_commit_info
+        return None
+
+    def check_readable(self) -> None:
+        """Raise ``UnsupportedFeatureError`` unless the engine can read this table's data."""
+        check_readable(self.protocol, location=self.location, version=self.version)
+
+
+def load_snapshot(storage: Storage, location: str, version: int | None = None) -> Snapshot:
+    """Replay the log of ``location`` up to ``version`` (the latest when None).
+
+    Raises:
+        TableNotFoundError: there is no Delta table at ``location``.
+        VersionNotFoundError: ``version`` cannot be reconstructed.
+        LogCorruptedError: the log is inconsistent.
+        UnsupportedFeatureError: the table needs a reader feature this engine lacks.
+    """
+    segment = build_segment(storage, version, location=location)
+    snapshot = Snapshot(storage, location, segment, replay(storage, segment))
+    snapshot.check_readable()
+    return snapshot

@@ -1,0 +1,165 @@
+"""The error tree of airflow-provider-delta. Standard library only: every layer may import it.
+
+Callers branch on the type and read the fields; message text is for people.
+"""
+
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Base of every error the engine raises on purpose."""
+
+
+class TableNotFoundError(DeltaError, FileNotFoundError):
+    """The location holds no Delta table (no ``_delta_log`` with commits or checkpoints)."""
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        super().__init__(message)
+        self.location = location
+
+
+class VersionNotFoundError(DeltaError):
+    """A requested version or timestamp lies outside the versions the log can reconstruct."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        version: int | None = None,
+        earliest: int | None = None,
+        latest: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.version = version
+        self.earliest = earliest
+        self.latest = latest
+
+
+class ProtocolError(DeltaError):
+    """The table's protocol forbids what was asked (reader/writer version, table features)."""
+
+
+class UnsupportedFeatureError(ProtocolError):
+    """The table needs a reader or writer feature this engine does not honour."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        features: tuple[str, ...] = (),
+        supported: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.features = features
+        self.supported = supported
+
+
+class SchemaError(ValueError, DeltaError):
+    """A schema is malformed or does not fit the operation."""
+
+
+class SchemaEvolutionError(SchemaError):
+    """A schema change is not allowed."""
+
+
+class SchemaMismatchError(SchemaError):
+    """Data does not match the table's schema."""
+
+
+class PredicateError(ValueError, DeltaError):
+    """A filter or predicate cannot be parsed or names an unknown column."""
+
+
+class LogCorruptedError(DeltaError):
+    """The transaction log is inconsistent: gaps, missing protocol/metadata, unreadable actions."""
+
+    def __init__(self, message: str, *, version: int | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.version = version
+        self.path = path
+
+
+class DataFileError(DeltaError):
+    """A data file or deletion vector referenced by the log is missing or unreadable."""
+
+    def __init__(self, message: str, *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class CommitError(DeltaError):
+    """A commit could not be made; the table is unchanged."""
+
+    def __init__(self, message: str, *, version: int | None = None) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+class DeltaConcurrentModificationException(CommitError):  # noqa: N818 - Delta Lake's own name
+    """Another transaction committed first and its changes conflict with this one."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        version: int | None = None,
+        read_version: int | None = None,
+        winning_version: int | None = None,
+        winning_operation: str | None = None,
+    ) -> None:
+        super().__init__(message, version=version)
+        self.read_version = read_version
+        self.winning_version = winning_version
+        self.winning_operation = winning_operation
+
+
+class ConcurrentAppendException(DeltaConcurrentModificationException):
+    """Files were added that match what this transaction read."""
+
+
+class ConcurrentDeleteReadException(DeltaConcurrentModificationException):
+    """A file this transaction read was removed by the winner."""
+
+
+class ConcurrentDeleteDeleteException(DeltaConcurrentModificationException):
+    """The winner removed a file this transaction also removes."""
+
+
+class MetadataChangedException(DeltaConcurrentModificationException):
+    """The winner changed the table's metadata (schema, partitioning, properties)."""
+
+
+class ConcurrentTransactionException(DeltaConcurrentModificationException):
+    """The winner used the same application transaction id (or metadata domain)."""
+
+
+class ProtocolChangedException(DeltaConcurrentModificationException):
+    """The winner changed the table's protocol."""
+
+
+class CommitRetriesExhaustedError(CommitError):
+    """Every attempt to rebase and commit lost the race."""
+
+
+__all__ = [
+    "CommitError",
+    "CommitRetriesExhaustedError",
+    "ConcurrentAppendException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentTransactionException",
+    "DataFileError",
+    "DeltaConcurrentModificationException",
+    "DeltaError",
+    "LogCorruptedError",
+    "MetadataChangedException",
+    "PredicateError",
+    "ProtocolChangedException",
+    "ProtocolError",
+    "SchemaError",
+    "SchemaEvolutionError",
+    "SchemaMismatchError",
+    "TableNotFoundError",
+    "UnsupportedFeatureError",
+    "VersionNotFoundError",
+]
