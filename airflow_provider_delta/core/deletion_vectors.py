@@ -179,7 +179,9 @@ class DeletionVectorDescriptor:
         if self.storage_type not in _STORAGE_TYPES:
             problem = f"storageType must be one of 'u', 'i', 'p', found {self.storage_type!r}"
         elif self.storage_type == "u" and len(self.path_or_inline_dv) < _UUID_Z85_LENGTH:
-            problem = f"'u' pathOrInlineDv must end with a 20-character UUID, found {self.path_or_inline_dv!r}"
+            problem = (
+                f"'u' pathOrInlineDv must end with a 20-character UUID, found {self.path_or_inline_dv!r}"
+            )
         elif self.storage_type == "i" and self.offset is not None:
             problem = f"an inline DV has no offset, found {self.offset}"
         elif self.size_in_bytes < 0 or self.cardinality < 0 or (self.offset is not None and self.offset < 0):
@@ -219,7 +221,9 @@ class DeletionVectorDescriptor:
             isinstance(v, int) and not isinstance(v, bool)
             for v in (size, cardinality, *(x for x in (offset, max_row_index) if x is not None))
         ):
-            raise LogCorruptedError(f"Cannot parse deletion vector descriptor: wrong field types in {dict(d)!r}")
+            raise LogCorruptedError(
+                f"Cannot parse deletion vector descriptor: wrong field types in {dict(d)!r}"
+            )
         return cls(storage_type, path, offset, size, cardinality, max_row_index)
 
     def to_dict(self) -> dict[str, Any]:
@@ -346,6 +350,8 @@ def _roaring32_length(data: bytes | memoryview, start: int) -> int:
     if cookie & 0xFFFF == _SERIAL_COOKIE:
         size = (cookie >> 16) + 1
         run_flags = bytes(data[pos : pos + (size + 7) // 8])
+        if len(run_flags) != (size + 7) // 8:
+            raise ValueError("bitmap is truncated")
         pos += (size + 7) // 8
     elif cookie == _SERIAL_COOKIE_NO_RUN:
         (size,) = _U32.unpack_from(data, pos)
@@ -501,7 +507,7 @@ def _default_open(path: str) -> BinaryIO:
             "(pass open_file=)",
             path=path,
         )
-    return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    return open(path, "rb")
 
 
 def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
@@ -584,9 +590,7 @@ def read_deleted_rows(
     return rows
 
 
-def deletion_mask(
-    deleted: npt.NDArray[np.uint64], num_rows: int, *, first_row: int = 0
-) -> pa.BooleanArray:
+def deletion_mask(deleted: npt.NDArray[np.uint64], num_rows: int, *, first_row: int = 0) -> pa.BooleanArray:
     """Selection mask for a data file (or a slice of it): ``True`` for rows to keep.
 
     Args:
@@ -639,7 +643,7 @@ def _default_create(path: str) -> BinaryIO:
             path=path,
         )
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    return open(path, "xb")  # noqa: SIM115 - the caller closes it; 'x': never overwrite another DV
+    return open(path, "xb")  # 'x': never overwrite another DV
 
 
 def write_deletion_vector_file(
@@ -652,7 +656,8 @@ def write_deletion_vector_file(
     """Write one DV file holding several deletion vectors; return their ``'u'`` descriptors.
 
     Args:
-        table_root: Table root directory or URI; the file goes to ``<root>/<prefix>/deletion_vector_<uuid>.bin``.
+        table_root: Table root directory or URI; the file is
+            ``<root>/<prefix>/deletion_vector_<uuid>.bin``.
         deleted_rows: One collection of deleted row indexes per data file.
         prefix: Optional random-prefix directory (alphanumerics), kept in ``pathOrInlineDv``.
         create_file: Creates a new file for binary writing; default: the local file system, refusing to

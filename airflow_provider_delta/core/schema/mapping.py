@@ -14,8 +14,7 @@ column is then a metadata-only change.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
@@ -25,6 +24,9 @@ from airflow_provider_delta.core.schema.types import (
     StructType,
 )
 from airflow_provider_delta.exceptions import SchemaError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 ColumnMappingMode = Literal["none", "name", "id"]
 
@@ -58,7 +60,8 @@ def column_mapping_mode(configuration: Mapping[str, str]) -> ColumnMappingMode:
     mode = _MODES.get(str(raw).strip().lower())
     if mode is None:
         raise SchemaError(
-            f"Cannot read column mapping mode: {COLUMN_MAPPING_MODE_KEY} is {raw!r}, expected 'none', 'name' or 'id'"
+            f"Cannot read column mapping mode: {COLUMN_MAPPING_MODE_KEY} is {raw!r}, "
+            "expected 'none', 'name' or 'id'"
         )
     return mode
 
@@ -99,7 +102,9 @@ def field_id(f: StructField) -> int | None:
             return int(raw)
         except ValueError:
             pass
-    raise SchemaError(f"Cannot read column mapping id of field {f.name!r}: expected an integer, found {raw!r}")
+    raise SchemaError(
+        f"Cannot read column mapping id of field {f.name!r}: expected an integer, found {raw!r}"
+    )
 
 
 def physical_schema(schema: StructType, *, mode: ColumnMappingMode | None = None) -> StructType:
@@ -250,7 +255,9 @@ def _assign_type(
     if isinstance(dt, StructType):
         return StructType(tuple(_assign_field(f, counter, keep_existing, physical_names) for f in dt.fields))
     if isinstance(dt, ArrayType):
-        return ArrayType(_assign_type(dt.element_type, counter, keep_existing, physical_names), dt.contains_null)
+        return ArrayType(
+            _assign_type(dt.element_type, counter, keep_existing, physical_names), dt.contains_null
+        )
     if isinstance(dt, MapType):
         return MapType(
             _assign_type(dt.key_type, counter, keep_existing, physical_names),

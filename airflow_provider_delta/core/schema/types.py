@@ -16,10 +16,10 @@ Type names this engine does not know (``variant``, ``geometry(OGC:CRS84)``, ...)
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Iterator, Mapping
-import dataclasses
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -302,7 +302,9 @@ class StructField:
     name: str
     type: DataType
     nullable: bool = True
-    metadata: Mapping[str, Any] = dataclasses.field(default_factory=lambda: _EMPTY_METADATA, compare=False, hash=False)
+    metadata: Mapping[str, Any] = dataclasses.field(
+        default_factory=lambda: _EMPTY_METADATA, compare=False, hash=False
+    )
     _metadata_key: str = dataclasses.field(init=False, repr=False, compare=True, hash=True)
 
     def __post_init__(self) -> None:
@@ -623,9 +625,13 @@ def _parse_struct(value: Mapping[str, Any], *, where: str) -> StructType:
         if metadata is None:
             metadata = {}
         if not isinstance(metadata, Mapping):
-            raise SchemaError(f"Cannot parse field {path!r}: 'metadata' must be an object, found {metadata!r}")
+            raise SchemaError(
+                f"Cannot parse field {path!r}: 'metadata' must be an object, found {metadata!r}"
+            )
         fields.append(
-            StructField(name, parse_data_type(raw["type"], where=path), _bool(raw, "nullable", path), metadata)
+            StructField(
+                name, parse_data_type(raw["type"], where=path), _bool(raw, "nullable", path), metadata
+            )
         )
     try:
         return StructType(tuple(fields))
@@ -657,7 +663,9 @@ def schema_from_json(value: str | bytes | Mapping[str, Any]) -> StructType:
     else:
         decoded = value
     if not isinstance(decoded, Mapping) or decoded.get("type") != "struct":
-        raise SchemaError(f"Cannot parse schema: expected a JSON object with type 'struct', found {decoded!r:.200}")
+        raise SchemaError(
+            f"Cannot parse schema: expected a JSON object with type 'struct', found {decoded!r:.200}"
+        )
     return _parse_struct(decoded, where="schema")
 
 

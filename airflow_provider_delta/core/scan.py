@@ -1,0 +1,255 @@
+"""Read a snapshot's rows into Arrow: skip files, read parquet, adapt to the logical schema.
+
+Per file: decode its partition values (PROTOCOL.md "Partition Value Serialization"), skip it when the
+filter cannot match its partition values or statistics, read only the needed columns, map physical
+columns to logical ones (column mapping by name or field id; columns missing from older files
+null-filled), drop rows marked in its deletion vector, and append the partition columns. Then the
+filter is applied exactly to the remaining rows.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_provider_delta.core.deletion_vectors import DeletionVectorDescriptor, deletion_mask, read_deleted_rows
+from airflow_provider_delta.core.partitions import decode_partition_value, partition_column
+from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+from airflow_provider_delta.core.schema.conform import conform_table
+from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
+from airflow_provider_delta.core.schema.types import StructType
+from airflow_provider_delta.exceptions import DataFileError, DeltaError, SchemaError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow_provider_delta.core.actions import AddFile
+    from airflow_provider_delta.core.schema.mapping import ColumnMappingMode
+    from airflow_provider_delta.core.schema.types import StructField
+    from airflow_provider_delta.core.snapshot import Snapshot
+
+_MAX_THREADS = max(2, min(8, (os.cpu_count() or 2) * 2))
+
+
+@dataclass(frozen=True)
+class ScanPlan:
+    """What a scan reads: the files that may match, and the columns to produce."""
+
+    files: tuple[AddFile, ...]
+    data_schema: StructType  # non-partition fields to read from the files
+    partition_fields: tuple[StructField, ...]
+    output_schema: pa.Schema  # logical schema of the result, before projection to ``columns``
+    columns: tuple[str, ...]
+    predicate: Any
+    skipped_files: int
+
+
+def _select_columns(schema: StructType, columns: Sequence[str] | None) -> tuple[str, ...]:
+    if columns is None:
+        return schema.names
+    out = []
+    for name in columns:
+        f = schema.get(name, case_sensitive=False)
+        if f is None:
+            raise SchemaError(
+                f"Cannot select column {name!r}: no such column (available: {', '.join(schema.names)})"
+            )
+        out.append(f.name)
+    return tuple(out)
+
+
+def _logical_stats(stats: Mapping[str, Any], schema: StructType) -> dict[str, Any]:
+    """Rename a stats dict keyed by physical names (column mapping) to logical names."""
+
+    def rename(values: Any, struct: StructType) -> Any:
+        if not isinstance(values, dict):
+            return values
+        out: dict[str, Any] = {}
+        for f in struct:
+            phys = physical_name(f)
+            if phys in values:
+                v = values[phys]
+                out[f.name] = rename(v, f.type) if isinstance(f.type, StructType) else v
+        return out
+
+    renamed: dict[str, Any] = {"numRecords": stats.get("numRecords")}
+    for key in ("minValues", "maxValues", "nullCount"):
+        if key in stats:
+            renamed[key] = rename(stats[key], schema)
+    return renamed
+
+
+def plan_scan(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filter: Any = None) -> ScanPlan:  # noqa: A002
+    """Decide which files to read and which columns to produce."""
+    snapshot.check_readable()
+    schema = snapshot.schema
+    mode = column_mapping_mode(snapshot.configuration)
+    selected = _select_columns(schema, columns)
+    logical_arrow = to_arrow_schema(schema)
+    predicate = None
+    needed = set(selected)
+    if filter is not None:
+        from airflow_provider_delta.core.expressions import bind, parse_filter, referenced_columns
+
+        predicate = bind(parse_filter(filter), logical_arrow)
+        needed |= {path[0] for path in referenced_columns(predicate)}
+    part_names = {c.lower() for c in snapshot.partition_columns}
+    partition_fields = tuple(f for f in schema if f.name.lower() in part_names)
+    data_fields = tuple(f for f in schema if f.name.lower() not in part_names and f.name in needed)
+    files = snapshot.files()
+    kept: list[AddFile] = files
+    if predicate is not None:
+        from airflow_provider_delta.core.expressions import file_may_match
+
+        kept = []
+        for add in files:
+            pv = _partition_values(add, partition_fields, mode)
+            stats = orjson.loads(add.stats) if add.stats else None
+            if stats is not None and mode != "none":
+                stats = _logical_stats(stats, schema)
+            if file_may_match(predicate, partition_values=pv, stats=stats):
+                kept.append(add)
+    return ScanPlan(
+        files=tuple(kept),
+        data_schema=StructType(data_fields),
+        partition_fields=tuple(f for f in partition_fields if f.name in needed),
+        output_schema=logical_arrow,
+        columns=selected,
+        predicate=predicate,
+        skipped_files=len(files) - len(kept),
+    )
+
+
+def _partition_values(
+    add: AddFile, partition_fields: Sequence[StructField], mode: ColumnMappingMode
+) -> dict[str, Any]:
+    from airflow_provider_delta.core.schema.arrow import to_arrow_type
+
+    raw_values = add.partition_values
+    out = {}
+    for f in partition_fields:
+        key = physical_name(f) if mode != "none" else f.name
+        raw = raw_values.get(key)
+        if raw is None and key not in raw_values:
+            # Some writers differ in case between the schema and partitionValues.
+            lowered = {k.lower(): v for k, v in raw_values.items()}
+            raw = lowered.get(key.lower())
+        out[f.name] = decode_partition_value(raw, to_arrow_type(f.type), column=f.name)
+    return out
+
+
+def _file_columns(pf: pq.ParquetFile, data_schema: StructType, mode: ColumnMappingMode) -> list[str]:
+    """Top-level columns of the file that feed ``data_schema`` (by field id, physical or logical name)."""
+    file_schema = pf.schema_arrow
+    by_name = {n: n for n in file_schema.names}
+    by_lower = {n.lower(): n for n in file_schema.names}
+    by_id: dict[int, str] = {}
+    if mode == "id":
+        for fld in file_schema:
+            fid = (fld.metadata or {}).get(b"PARQUET:field_id")
+            if fid is not None:
+                by_id[int(fid)] = fld.name
+    wanted: list[str] = []
+    for f in data_schema:
+        candidates: list[str | None] = []
+        if mode == "id":
+            fid = f.metadata.get("delta.columnMapping.id")
+            candidates.append(by_id.get(int(fid)) if fid is not None else None)
+        name = physical_name(f) if mode != "none" else f.name
+        candidates += [by_name.get(name), by_lower.get(name.lower())]
+        found = next((c for c in candidates if c is not None), None)
+        if found is not None and found not in wanted:
+            wanted.append(found)
+    return wanted
+
+
+def _read_file(snapshot: Snapshot, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
+    storage = snapshot.storage
+    path = storage.resolve(add.path)
+    try:
+        pf = pq.ParquetFile(path, filesystem=storage.arrow_filesystem())
+        table = pf.read(columns=_file_columns(pf, plan.data_schema, mode)) if len(plan.data_schema) else None
+        num_rows = pf.metadata.num_rows
+    except FileNotFoundError:
+        raise DataFileError(
+            f"Cannot read data file {add.path!r} of version {snapshot.version}: it does not exist "
+            "(vacuumed or never written)",
+            path=add.path,
+        ) from None
+    except (OSError, pa.ArrowException) as err:
+        raise DataFileError(
+            f"Cannot read data file {add.path!r} of version {snapshot.version}: {err}", path=add.path
+        ) from err
+    if table is not None:
+        table = conform_table(table, plan.data_schema, mode=mode)
+    else:
+        table = pa.table({"__rows": pa.nulls(num_rows)})
+    if add.deletion_vector:
+        descriptor = DeletionVectorDescriptor.from_dict(add.deletion_vector)
+        deleted = read_deleted_rows(descriptor, storage.root)
+        table = table.filter(deletion_mask(deleted, table.num_rows))
+    return _with_partitions(table, add, plan, mode)
+
+
+def _with_partitions(table: pa.Table, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
+    from airflow_provider_delta.core.schema.arrow import to_arrow_type
+
+    if not plan.partition_fields and "__rows" not in table.column_names:
+        return table
+    n = table.num_rows
+    raw = add.partition_values
+    columns: dict[str, pa.Array] = {}
+    for f in plan.partition_fields:
+        key = physical_name(f) if mode != "none" else f.name
+        value = raw.get(key)
+        if value is None and key not in raw:
+            value = {k.lower(): v for k, v in raw.items()}.get(key.lower())
+        columns[f.name] = partition_column(value, to_arrow_type(f.type), n)
+    for name in table.column_names:
+        if name != "__rows":
+            columns[name] = table.column(name)
+    return pa.table(columns) if columns else pa.table({"__rows": pa.nulls(n)})
+
+
+def scan_to_arrow(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filter: Any = None) -> pa.Table:  # noqa: A002
+    """Read the snapshot's rows (see the module docstring)."""
+    plan = plan_scan(snapshot, columns=columns, filter=filter)
+    mode = column_mapping_mode(snapshot.configuration)
+    result_fields = [plan.output_schema.field(n) for n in plan.output_schema.names
+                     if n in {f.name for f in plan.data_schema} or n in {f.name for f in plan.partition_fields}]
+    read_schema = pa.schema(result_fields)
+    if len(plan.files) > 1:
+        with ThreadPoolExecutor(max_workers=_MAX_THREADS) as pool:
+            parts = list(pool.map(lambda a: _read_file(snapshot, a, plan, mode), plan.files))
+    else:
+        parts = [_read_file(snapshot, a, plan, mode) for a in plan.files]
+    tables = []
+    for part in parts:
+        if "__rows" in part.column_names and not read_schema:
+            tables.append(part.select(["__rows"]))
+            continue
+        tables.append(part.select(read_schema.names).cast(read_schema))
+    if not read_schema.names:
+        total = sum(t.num_rows for t in tables)
+        return pa.table({}).append_column("_", pa.nulls(total)).drop(["_"]) if total == 0 else _empty_rows(total)
+    table = pa.concat_tables(tables) if tables else read_schema.empty_table()
+    if plan.predicate is not None:
+        from airflow_provider_delta.core.expressions import evaluate
+
+        mask = evaluate(plan.predicate, table)
+        table = table.filter(mask, null_selection_behavior="drop")
+    return table.select(list(plan.columns))
+
+
+def _empty_rows(n: int) -> pa.Table:
+    """A table of ``n`` rows and no columns (``SELECT`` of nothing keeps the row count)."""
+    return pa.Table.from_batches([pa.RecordBatch.from_pydict({"_": pa.nulls(n)}).drop_columns(["_"])])
+
+
+__all__ = ["DeltaError", "ScanPlan", "plan_scan", "scan_to_arrow"]
