@@ -18,6 +18,14 @@ class TableNotFoundError(DeltaError, FileNotFoundError):
         self.location = location
 
 
+class TableAlreadyExistsError(DeltaError):
+    """A table was to be created where one already exists."""
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        super().__init__(message)
+        self.location = location
+
+
 class VersionNotFoundError(DeltaError):
     """A requested version or timestamp lies outside the versions the log can reconstruct."""
 
@@ -159,6 +167,7 @@ __all__ = [
     "SchemaError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
+    "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
     "VersionNotFoundError",

@@ -20,6 +20,7 @@ from airflow_provider_delta.core.actions import (
 )
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.core.transaction import Transaction
 from airflow_provider_delta.exceptions import (
     CommitError,
     CommitRetriesExhaustedError,
@@ -38,6 +39,7 @@ from airflow_provider_delta.exceptions import (
     SchemaError,
     SchemaEvolutionError,
     SchemaMismatchError,
+    TableAlreadyExistsError,
     TableNotFoundError,
     UnsupportedFeatureError,
     VersionNotFoundError,
@@ -71,7 +73,9 @@ __all__ = [
     "SchemaMismatchError",
     "SetTransaction",
     "Snapshot",
+    "TableAlreadyExistsError",
     "TableNotFoundError",
+    "Transaction",
     "UnsupportedFeatureError",
     "VersionNotFoundError",
     "load_snapshot",

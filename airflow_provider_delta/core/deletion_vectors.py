@@ -5,7 +5,7 @@ of row indexes (0-based positions in a data file) that are soft-deleted. An ``ad
 points at one through a :class:`DeletionVectorDescriptor`; the bitmap itself is stored inline in the log
 (``storageType = 'i'``) or in a ``deletion_vector_<uuid>.bin`` file (``'u'``: relative, ``'p'``: absolute).
 
-Byte layouts (the protocol mixes byte orders on purpose; both are reproduced here):
+Byte layouts (the protocol mixes byte orders; both are reproduced here):
 
 - ``RoaringBitmapArray`` (little endian): ``magic u32 = 1681511377``, ``numBuckets u64``, then per bucket
   ``key u32`` (high 32 bits of the row index) + a portable 32-bit roaring bitmap (low 32 bits).
@@ -24,12 +24,14 @@ Example:
 from __future__ import annotations
 
 import array
+import operator
 import os
 import struct
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 from typing import TYPE_CHECKING, Any, BinaryIO, Literal
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
@@ -217,14 +219,21 @@ class DeletionVectorDescriptor:
             raise LogCorruptedError(f"Cannot parse deletion vector descriptor: missing field {err}") from err
         offset = d.get("offset")
         max_row_index = d.get("maxRowIndex")
+        numbers = (size, cardinality, *(x for x in (offset, max_row_index) if x is not None))
         if not isinstance(path, str) or not all(
-            isinstance(v, int) and not isinstance(v, bool)
-            for v in (size, cardinality, *(x for x in (offset, max_row_index) if x is not None))
+            isinstance(v, Integral) and not isinstance(v, bool) for v in numbers
         ):
             raise LogCorruptedError(
                 f"Cannot parse deletion vector descriptor: wrong field types in {dict(d)!r}"
             )
-        return cls(storage_type, path, offset, size, cardinality, max_row_index)
+        return cls(
+            storage_type,
+            path,
+            None if offset is None else int(offset),
+            int(size),
+            int(cardinality),
+            None if max_row_index is None else int(max_row_index),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form, omitting ``offset`` and ``maxRowIndex`` when unset (as Delta writers do).
@@ -392,6 +401,11 @@ def _roaring32_length(data: bytes | memoryview, start: int) -> int:
     return pos - start
 
 
+def _swapped(magic: int) -> bool:
+    swapped = int.from_bytes(magic.to_bytes(4, "little"), "big")
+    return swapped in (PORTABLE_MAGIC, NATIVE_MAGIC)
+
+
 def _deserialize_roaring_array(data: bytes) -> npt.NDArray[np.uint64]:
     """Parse a serialized RoaringBitmapArray (with magic) into sorted row indexes."""
     if len(data) < 12:
@@ -400,7 +414,8 @@ def _deserialize_roaring_array(data: bytes) -> npt.NDArray[np.uint64]:
     if magic == NATIVE_MAGIC:
         raise ValueError(f"the native RoaringBitmapArray format (magic {NATIVE_MAGIC}) is not supported")
     if magic != PORTABLE_MAGIC:
-        raise ValueError(f"bad magic number, expected {PORTABLE_MAGIC}, found {magic}")
+        hint = " (a big-endian magic: not the PROTOCOL.md layout)" if _swapped(magic) else ""
+        raise ValueError(f"bad magic number, expected {PORTABLE_MAGIC}, found {magic}{hint}")
     (num_buckets,) = _U64.unpack_from(data, 4)
     if num_buckets > (len(data) - 12) // 12:
         raise ValueError(f"header claims {num_buckets} buckets in {len(data)} bytes")
@@ -429,16 +444,22 @@ def _deserialize_roaring_array(data: bytes) -> npt.NDArray[np.uint64]:
 
 
 def _normalise_rows(rows: Iterable[int] | npt.NDArray[Any]) -> npt.NDArray[np.uint64]:
-    arr = np.asarray(rows) if isinstance(rows, np.ndarray) else np.fromiter(rows, dtype=object)
-    if arr.size == 0:
-        return np.empty(0, dtype=np.uint64)
-    if arr.dtype == object or arr.dtype.kind == "i":
-        if min(arr.tolist()) < 0:
-            raise ValueError("row indexes must not be negative")
-    elif arr.dtype.kind != "u":
-        raise ValueError(f"row indexes must be integers, found dtype {arr.dtype}")
-    out = np.unique(arr.astype(np.uint64))
-    if int(out[-1]) >= 1 << 63:
+    """Distinct sorted ``uint64`` row indexes, checked against PROTOCOL.md's range ``[0, 2**63)``."""
+    if isinstance(rows, np.ndarray):
+        if rows.dtype.kind not in "iu":
+            raise ValueError(f"row indexes must be integers, found dtype {rows.dtype}")
+        if rows.size and rows.dtype.kind == "i" and int(rows.min()) < 0:
+            raise ValueError(f"row index {int(rows.min())} is negative")
+        out = np.unique(rows.astype(np.uint64))
+    else:
+        values = [operator.index(v) for v in rows]
+        if values and min(values) < 0:
+            raise ValueError(f"row index {min(values)} is negative")
+        if values and max(values) >= 1 << 63:
+            raise ValueError(f"row index {max(values)} is above 2**63 - 1")
+        out = np.unique(np.array(values, dtype=np.uint64))
+    # Bucket keys must keep their most significant bit 0 (PROTOCOL.md "Deletion Vector Format").
+    if out.size and int(out[-1]) >= 1 << 63:
         raise ValueError(f"row index {int(out[-1])} is above 2**63 - 1")
     return out
 
@@ -455,7 +476,8 @@ def serialize_roaring_array(rows: Iterable[int] | npt.NDArray[Any]) -> bytes:
         ``magic`` + ``numBuckets`` + buckets, all little endian: the bytes stored inline or in DV files.
 
     Raises:
-        ValueError: A negative or too large row index.
+        ValueError: A negative or too large row index, or a non-integer array dtype.
+        TypeError: A non-integer value in a Python iterable.
 
     Example:
         >>> len(serialize_roaring_array([3, 4, 7, 11, 18, 29]))

@@ -35,8 +35,8 @@ __all__ = [
     "decode_partition_values",
     "encode_partition_value",
     "escape_partition_path_component",
-    "partition_column",
     "parse_timestamp",
+    "partition_column",
     "partition_path",
     "unescape_partition_path_component",
 ]
@@ -73,7 +73,7 @@ _INT_RANGES = {
     64: (-(2**63), 2**63 - 1),
 }
 # Hive's ExternalCatalogUtils.escapePathName escapes these plus the ASCII control characters.
-_PATH_ESCAPED = frozenset('"#%\'*/:=?\\\x7f{[]^')
+_PATH_ESCAPED = frozenset("\"#%'*/:=?\\\x7f{[]^")
 _UNESCAPE_RE = re.compile(r"%([0-9A-Fa-f]{2})")
 
 

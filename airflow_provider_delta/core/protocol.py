@@ -66,3 +66,86 @@ def check_readable(protocol: Protocol, *, location: str = "", version: int | Non
             features=tuple(missing),
             supported=tuple(sorted(SUPPORTED_READER_FEATURES)),
         )
+
+
+#: Writer features this engine honours when it commits.
+SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "changeDataFeed",
+        "columnMapping",
+        "timestampNtz",
+        "deletionVectors",
+        "domainMetadata",
+        "inCommitTimestamp",
+        "vacuumProtocolCheck",
+        "v2Checkpoint",
+        "generatedColumns",
+        "identityColumns",
+        "typeWidening",
+        "typeWidening-preview",
+    }
+)
+
+#: Writer features implied by legacy writer versions (PROTOCOL.md "Table Features" table).
+_LEGACY_WRITER_FEATURES: dict[int, frozenset[str]] = {
+    1: frozenset(),
+    2: frozenset({"appendOnly", "invariants"}),
+    3: frozenset({"appendOnly", "invariants", "checkConstraints"}),
+    4: frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"}),
+    5: frozenset(
+        {"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns", "columnMapping"}
+    ),
+    6: frozenset(
+        {
+            "appendOnly",
+            "invariants",
+            "checkConstraints",
+            "changeDataFeed",
+            "generatedColumns",
+            "columnMapping",
+            "identityColumns",
+        }
+    ),
+}
+
+#: Features that need at least reader version 3 (table features) when listed explicitly.
+READER_WRITER_FEATURES: frozenset[str] = frozenset(
+    {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
+     "typeWidening", "typeWidening-preview", "variantType", "variantType-preview", "geospatial"}
+)
+
+
+def writer_features(protocol: Protocol) -> frozenset[str]:
+    """The writer features a protocol requires (explicit for v7, implied for v1-v6)."""
+    if protocol.min_writer_version >= 7:
+        return protocol.writer_features or frozenset()
+    return _LEGACY_WRITER_FEATURES.get(protocol.min_writer_version, frozenset())
+
+
+def check_writable(protocol: Protocol, *, location: str = "", version: int | None = None) -> None:
+    """Raise unless this engine can commit to a table with ``protocol``.
+
+    Raises:
+        UnsupportedFeatureError: the writer version is too new or a writer feature is unsupported.
+    """
+    check_readable(protocol, location=location, version=version)
+    where = f"table {location!r}" if location else "table"
+    at = f" at version {version}" if version is not None else ""
+    if protocol.min_writer_version > 7 or protocol.min_writer_version < 1:
+        raise UnsupportedFeatureError(
+            f"Cannot write to {where}{at}: writer version {protocol.min_writer_version} is unsupported "
+            "(supported: 1 to 7)",
+            supported=tuple(sorted(SUPPORTED_WRITER_FEATURES)),
+        )
+    missing = sorted(writer_features(protocol) - SUPPORTED_WRITER_FEATURES)
+    if missing:
+        raise UnsupportedFeatureError(
+            f"Cannot write to {where}{at}: writer feature{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(missing)} {'are' if len(missing) > 1 else 'is'} unsupported "
+            f"(supported: {', '.join(sorted(SUPPORTED_WRITER_FEATURES))})",
+            features=tuple(missing),
+            supported=tuple(sorted(SUPPORTED_WRITER_FEATURES)),
+        )

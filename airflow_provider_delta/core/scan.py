@@ -247,9 +247,26 @@ def scan_to_arrow(snapshot: Snapshot, *, columns: Sequence[str] | None = None, f
     return table.select(list(plan.columns))
 
 
+def read_add_file(snapshot: Snapshot, add: AddFile) -> pa.Table:
+    """Every live row of one data file: all logical columns (partitions included), DV applied."""
+    schema = snapshot.schema
+    part_names = {c.lower() for c in snapshot.partition_columns}
+    plan = ScanPlan(
+        files=(add,),
+        data_schema=StructType(tuple(f for f in schema if f.name.lower() not in part_names)),
+        partition_fields=tuple(f for f in schema if f.name.lower() in part_names),
+        output_schema=to_arrow_schema(schema),
+        columns=schema.names,
+        predicate=None,
+        skipped_files=0,
+    )
+    table = _read_file(snapshot, add, plan, column_mapping_mode(snapshot.configuration))
+    return table.select(list(plan.output_schema.names)).cast(plan.output_schema)
+
+
 def _empty_rows(n: int) -> pa.Table:
     """A table of ``n`` rows and no columns (``SELECT`` of nothing keeps the row count)."""
     return pa.Table.from_batches([pa.RecordBatch.from_pydict({"_": pa.nulls(n)}).drop_columns(["_"])])
 
 
-__all__ = ["DeltaError", "ScanPlan", "plan_scan", "scan_to_arrow"]
+__all__ = ["DeltaError", "ScanPlan", "plan_scan", "read_add_file", "scan_to_arrow"]

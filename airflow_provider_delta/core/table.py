@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.history import TimestampLike
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage
+    from airflow_provider_delta.core.transaction import Transaction
 
 
 class DeltaTable:
@@ -145,6 +146,111 @@ class DeltaTable:
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """commitInfo per version, newest first; each dict has ``version`` and ``timestamp`` (ms)."""
         return _history.history(self.storage, self.version, limit)
+
+    # -- writes ---------------------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        location: str,
+        schema: StructType | pa.Schema,
+        partition_by: Sequence[str] = (),
+        properties: Mapping[str, Any] | None = None,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        storage_options: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        """Create an empty table (version 0) with the smallest protocol its features need.
+
+        Example:
+            >>> DeltaTable.create("/data/t", pa.schema([("id", pa.int64()), ("d", pa.date32())]),
+            ...                   partition_by=["d"], properties={"delta.enableChangeDataFeed": "true"})
+            ... # doctest: +SKIP
+        """
+        from airflow_provider_delta.core.operations import create_table
+
+        storage = storage_for(str(location), storage_options)
+        create_table(storage, str(location), schema, partition_by=partition_by, properties=properties,
+                     name=name, description=description)
+        return cls(location, storage_options=storage_options)
+
+    def _after(self, version: int | None) -> int | None:
+        if version is not None:
+            self._snapshot = load_snapshot(self.storage, self.location, version)
+        return version
+
+    def _latest(self) -> Snapshot:
+        return load_snapshot(self.storage, self.location)
+
+    def append(
+        self,
+        data: pa.Table,
+        app_id: str | None = None,
+        app_version: int | None = None,
+        *,
+        isolation_level: Any = None,
+    ) -> int | None:
+        """Append rows as new files; returns the new version.
+
+        With ``app_id``/``app_version`` the write is idempotent: when the table already records
+        that application at that version or later, nothing is written and None is returned.
+        """
+        from airflow_provider_delta.core.operations import append
+
+        return self._after(append(self._latest(), data, app_id=app_id, app_version=app_version,
+                                  isolation_level=isolation_level))
+
+    def overwrite(self, data: pa.Table, predicate: Any = None, *, isolation_level: Any = None) -> int:
+        """Replace all rows, or only those matching ``predicate`` (Delta's replaceWhere), with ``data``."""
+        from airflow_provider_delta.core.operations import overwrite
+
+        version = overwrite(self._latest(), data, predicate, isolation_level=isolation_level)
+        self._after(version)
+        return version
+
+    def delete(self, predicate: Any = None, *, isolation_level: Any = None) -> int | None:
+        """Delete rows matching ``predicate`` (all when None); None when no row matched."""
+        from airflow_provider_delta.core.operations import delete
+
+        return self._after(delete(self._latest(), predicate, isolation_level=isolation_level))
+
+    def update(
+        self,
+        predicate: Any = None,
+        set: Mapping[str, str] | None = None,  # noqa: A002 - Delta's name
+        *,
+        isolation_level: Any = None,
+    ) -> int | None:
+        """Set columns to SQL expressions where ``predicate`` holds: ``update("id = 1", set={"v": "v + 1"})``."""
+        from airflow_provider_delta.core.operations import update
+
+        return self._after(update(self._latest(), predicate, set or {}, isolation_level=isolation_level))
+
+    def transaction(
+        self,
+        *,
+        operation: str = "WRITE",
+        operation_parameters: Mapping[str, Any] | None = None,
+        isolation_level: Any = None,
+    ) -> Transaction:
+        """A low-level transaction on the loaded version (a context manager that commits on exit)."""
+        from airflow_provider_delta.core.transaction import Transaction
+
+        return Transaction(self._snapshot, operation=operation, operation_parameters=operation_parameters,
+                           isolation_level=isolation_level)
+
+    def checkpoint(self) -> int:
+        """Write a checkpoint of the loaded version; returns its version."""
+        from airflow_provider_delta.core.log.checkpoint_write import write_checkpoint
+
+        write_checkpoint(self._snapshot)
+        return self.version
+
+    def cleanup_log(self) -> list[str]:
+        """Delete log files older than ``delta.logRetentionDuration`` that no version in it needs."""
+        from airflow_provider_delta.core.log.cleanup import cleanup_expired_logs
+
+        return cleanup_expired_logs(self._snapshot)
 
     def load_version(self, version: int) -> DeltaTable:
         """The same table at another version."""

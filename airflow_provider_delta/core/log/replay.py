@@ -42,7 +42,10 @@ def parse_commit(data: bytes, *, path: str = "", version: int | None = None) -> 
             return []
         if b"\n" not in body:
             return [orjson.loads(body)]
-        return orjson.loads(b"[" + b",".join(line for line in body.splitlines() if line.strip()) + b"]")  # type: ignore[no-any-return]
+        parsed: list[dict[str, Any]] = orjson.loads(
+            b"[" + b",".join(line for line in body.splitlines() if line.strip()) + b"]"
+        )
+        return parsed
     except orjson.JSONDecodeError as err:
         raise LogCorruptedError(
             f"Cannot read commit {path or version!r}: invalid JSON ({err})", version=version, path=path

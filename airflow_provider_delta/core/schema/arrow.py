@@ -133,6 +133,15 @@ def from_arrow_type(arrow_type: pa.DataType) -> DataType:
     Raises:
         SchemaError: if the Arrow type has no Delta equivalent (``uint64``, ``time64``, ...).
     """
+    return _from_arrow(arrow_type, ())
+
+
+def _unconvertible(arrow_type: pa.DataType, path: tuple[str, ...], reason: str) -> SchemaError:
+    where = f"field {'.'.join(path)!r}" if path else f"Arrow type {arrow_type}"
+    return SchemaError(f"Cannot convert {where} to Delta: {reason}")
+
+
+def _from_arrow(arrow_type: pa.DataType, path: tuple[str, ...]) -> DataType:
     t = pa.types
     for predicate, delta_type in _SIMPLE_FROM_ARROW:
         if predicate(arrow_type):
@@ -141,29 +150,30 @@ def from_arrow_type(arrow_type: pa.DataType) -> DataType:
         return TimestampType() if arrow_type.tz is not None else TimestampNtzType()
     if t.is_decimal(arrow_type):
         if arrow_type.precision > MAX_DECIMAL_PRECISION:
-            raise SchemaError(
-                f"Cannot convert Arrow type {arrow_type} to Delta: precision {arrow_type.precision} exceeds "
-                f"{MAX_DECIMAL_PRECISION}"
-            )
+            reason = f"{arrow_type} exceeds the maximum precision {MAX_DECIMAL_PRECISION}"
+            raise _unconvertible(arrow_type, path, reason)
         return DecimalType(arrow_type.precision, arrow_type.scale)
     if t.is_struct(arrow_type):
-        return StructType(tuple(from_arrow_field(arrow_type.field(i)) for i in range(arrow_type.num_fields)))
+        fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+        return StructType(tuple(_from_arrow_field(f, (*path, f.name)) for f in fields))
     if t.is_map(arrow_type):
         return MapType(
-            from_arrow_type(arrow_type.key_type),
-            from_arrow_type(arrow_type.item_type),
+            _from_arrow(arrow_type.key_type, (*path, "key")),
+            _from_arrow(arrow_type.item_type, (*path, "value")),
             arrow_type.item_field.nullable,
         )
     if _is_any_list(arrow_type):
         value_field = arrow_type.value_field
-        return ArrayType(from_arrow_type(value_field.type), value_field.nullable)
-    if t.is_dictionary(arrow_type):
-        return from_arrow_type(arrow_type.value_type)
-    if t.is_run_end_encoded(arrow_type):
-        return from_arrow_type(arrow_type.value_type)
+        return ArrayType(_from_arrow(value_field.type, (*path, "element")), value_field.nullable)
+    if t.is_dictionary(arrow_type) or t.is_run_end_encoded(arrow_type):
+        return _from_arrow(arrow_type.value_type, path)
     if isinstance(arrow_type, pa.ExtensionType):
-        return from_arrow_type(arrow_type.storage_type)
-    raise SchemaError(f"Cannot convert Arrow type {arrow_type} to Delta: no Delta type stores it")
+        return _from_arrow(arrow_type.storage_type, path)
+    raise _unconvertible(arrow_type, path, f"Arrow type {arrow_type} has no Delta equivalent")
+
+
+def _from_arrow_field(arrow_field: pa.Field, path: tuple[str, ...]) -> StructField:
+    return StructField(arrow_field.name, _from_arrow(arrow_field.type, path), arrow_field.nullable)
 
 
 def _is_any_list(arrow_type: pa.DataType) -> bool:
@@ -202,13 +212,12 @@ _SIMPLE_FROM_ARROW = (
 
 
 def from_arrow_field(arrow_field: pa.Field) -> StructField:
-    """Return the Delta field of an Arrow field (name, type, nullability; metadata is not carried)."""
-    try:
-        return StructField(arrow_field.name, from_arrow_type(arrow_field.type), arrow_field.nullable)
-    except SchemaError as err:
-        if str(err).startswith("Cannot convert field"):
-            raise
-        raise SchemaError(f"Cannot convert field {arrow_field.name!r} to Delta: {err}") from err
+    """Return the Delta field of an Arrow field (name, type, nullability; metadata is not carried).
+
+    Raises:
+        SchemaError: if the field's type has no Delta equivalent.
+    """
+    return _from_arrow_field(arrow_field, (arrow_field.name,))
 
 
 def from_arrow_schema(arrow_schema: pa.Schema) -> StructType:

@@ -1,0 +1,406 @@
+"""Table operations on the local pyarrow engine: create, append, overwrite, delete, update.
+
+Each plans in terms of files (which to read, which to remove, what to add), writes new data files,
+and commits one transaction. A failure before the commit leaves the table as it was: files written
+by a failed operation are unreferenced and vacuumable.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_delta.core.actions import AddFile, CommitInfo, Metadata, action_to_dict
+from airflow_provider_delta.core.log.paths import commit_path
+from airflow_provider_delta.core.properties import minimal_protocol, required_features, validate_properties
+from airflow_provider_delta.core.transaction import ENGINE_INFO, Transaction
+from airflow_provider_delta.exceptions import (
+    DeltaError,
+    PredicateError,
+    SchemaError,
+    SchemaMismatchError,
+    TableAlreadyExistsError,
+    UnsupportedFeatureError,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.snapshot import Snapshot
+    from airflow_provider_delta.core.storage import Storage
+
+CDF_RESERVED = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+def _as_struct(schema: StructType | pa.Schema) -> StructType:
+    from airflow_provider_delta.core.schema.arrow import from_arrow_schema
+    from airflow_provider_delta.core.schema.types import StructType
+
+    if isinstance(schema, StructType):
+        return schema
+    if isinstance(schema, pa.Schema):
+        return from_arrow_schema(schema)
+    raise SchemaError(f"Cannot create table: schema must be a StructType or pyarrow.Schema, found {type(schema)!r}")
+
+
+def check_cdf_columns(schema: StructType, configuration: Mapping[str, str]) -> None:
+    """Refuse change data feed on a schema that uses its reserved column names."""
+    if configuration.get("delta.enableChangeDataFeed", "false").lower() != "true":
+        return
+    clash = [n for n in schema.names if n.lower() in CDF_RESERVED]
+    if clash:
+        raise SchemaError(
+            f"Cannot enable change data feed: column {clash[0]!r} uses a name reserved for the change feed "
+            f"({', '.join(CDF_RESERVED)}). Help: rename the column first."
+        )
+
+
+def create_table(
+    storage: Storage,
+    location: str,
+    schema: StructType | pa.Schema,
+    *,
+    partition_by: Sequence[str] = (),
+    properties: Mapping[str, Any] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> int:
+    """Write version 0 of a new table with the smallest protocol its features need.
+
+    Raises:
+        TableAlreadyExistsError: ``location`` already holds a Delta table.
+        SchemaError: partition columns are not in the schema, or names clash.
+        InvalidPropertyError: an unknown ``delta.*`` property or an invalid value.
+    """
+    from airflow_provider_delta.core.schema.mapping import assign_column_mapping, column_mapping_mode
+
+    struct = _as_struct(schema)
+    configuration = validate_properties(dict(properties or {}))
+    lowered = [n.lower() for n in struct.names]
+    if len(set(lowered)) != len(lowered):
+        raise SchemaError(f"Cannot create table {location!r}: duplicate column names in {list(struct.names)}")
+    partitions = []
+    for col in partition_by:
+        f = struct.get(col, case_sensitive=False)
+        if f is None:
+            raise SchemaError(
+                f"Cannot partition table {location!r} by {col!r}: no such column (columns: {', '.join(struct.names)})"
+            )
+        partitions.append(f.name)
+    check_cdf_columns(struct, configuration)
+    if column_mapping_mode(configuration) != "none":
+        struct, max_id = assign_column_mapping(struct, 1)
+        configuration["delta.columnMapping.maxColumnId"] = str(max_id)
+    protocol = minimal_protocol(required_features(struct, configuration))
+    metadata = Metadata(
+        id=str(uuid.uuid4()),
+        schema_string=struct.to_json(),
+        partition_columns=tuple(partitions),
+        configuration=configuration,
+        name=name,
+        description=description,
+        created_time=int(time.time() * 1000),
+    )
+    now = int(time.time() * 1000)
+    info: dict[str, Any] = {
+        "timestamp": now,
+        "operation": "CREATE TABLE",
+        "operationParameters": {
+            "partitionBy": orjson.dumps(partitions).decode(),
+            "description": description,
+            "isManaged": "false",
+            "properties": orjson.dumps(configuration).decode(),
+        },
+        "isolationLevel": "Serializable",
+        "isBlindAppend": True,
+        "operationMetrics": {},
+        "engineInfo": ENGINE_INFO,
+        "txnId": str(uuid.uuid4()),
+    }
+    if configuration.get("delta.enableInCommitTimestamps", "false").lower() == "true":
+        info["inCommitTimestamp"] = now
+    body = b"\n".join(orjson.dumps(action_to_dict(a)) for a in (CommitInfo(info), protocol, metadata)) + b"\n"
+    if storage.exists(commit_path(0)) or not storage.write_if_absent(commit_path(0), body):
+        raise TableAlreadyExistsError(
+            f"Cannot create table {location!r}: a Delta table already exists there", location=location
+        )
+    return 0
+
+
+def _check_schema_writable(snapshot: Snapshot) -> None:
+    for path, f in snapshot.schema.walk():
+        for key in ("delta.generationExpression", "delta.identity.start", "delta.invariants"):
+            if key in f.metadata:
+                kind = {"delta.generationExpression": "generated column", "delta.identity.start": "identity column",
+                        "delta.invariants": "column invariant"}[key]
+                raise UnsupportedFeatureError(
+                    f"Cannot write to table {snapshot.location!r}: column {'.'.join(path)!r} is a {kind}, which "
+                    "this engine does not compute yet. Help: write through Delta Lake on Spark.",
+                    features=(key,),
+                )
+
+
+def check_constraints(snapshot: Snapshot, data: pa.Table, configuration: Mapping[str, str] | None = None) -> None:
+    """Enforce ``delta.constraints.*`` CHECK constraints on rows about to be written.
+
+    Raises:
+        SchemaMismatchError: a row violates a constraint (named in the message).
+    """
+    from airflow_provider_delta.core.expressions import bind, evaluate, parse_predicate
+    from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+
+    conf = configuration if configuration is not None else snapshot.configuration
+    constraints = {k[len("delta.constraints."):]: v for k, v in conf.items() if k.startswith("delta.constraints.")}
+    if not constraints or data.num_rows == 0:
+        return
+    arrow_schema = to_arrow_schema(snapshot.schema)
+    for name, text in constraints.items():
+        result = evaluate(bind(parse_predicate(text), arrow_schema), data)
+        violations = pc.sum(pc.cast(pc.equal(result, False), pa.int64())).as_py() or 0
+        if violations:
+            raise SchemaMismatchError(
+                f"Cannot write to table {snapshot.location!r}: {violations} row(s) violate CHECK constraint "
+                f"{name!r} ({text})"
+            )
+
+
+def write_files(snapshot: Snapshot, data: pa.Table, *, data_change: bool = True) -> list[AddFile]:
+    """Write ``data`` (logical columns) as data files of the snapshot's table."""
+    from airflow_provider_delta.core.write.files import write_data_files
+
+    _check_schema_writable(snapshot)
+    check_constraints(snapshot, data)
+    return write_data_files(
+        data,
+        storage=snapshot.storage,
+        schema=snapshot.schema,
+        partition_columns=snapshot.partition_columns,
+        configuration=snapshot.configuration,
+        data_change=data_change,
+    )
+
+
+def _metrics_for_adds(adds: Sequence[AddFile]) -> dict[str, int]:
+    return {
+        "numFiles": len(adds),
+        "numOutputRows": sum(a.num_records or 0 for a in adds),
+        "numOutputBytes": sum(a.size for a in adds),
+    }
+
+
+def _bound(snapshot: Snapshot, predicate: Any) -> Any:
+    from airflow_provider_delta.core.expressions import bind, parse_filter
+    from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+
+    return bind(parse_filter(predicate), to_arrow_schema(snapshot.schema))
+
+
+def _predicate_text(predicate: Any) -> str:
+    return predicate if isinstance(predicate, str) else str(predicate)
+
+
+def append(
+    snapshot: Snapshot,
+    data: pa.Table,
+    *,
+    app_id: str | None = None,
+    app_version: int | None = None,
+    isolation_level: Any = None,
+) -> int | None:
+    """Append rows; returns the committed version, or None when (app_id, app_version) already landed."""
+    if (app_id is None) != (app_version is None):
+        raise DeltaError("Cannot append: pass app_id and app_version together (idempotent writes need both)")
+    txn = Transaction(
+        snapshot,
+        operation="WRITE",
+        operation_parameters={"mode": "Append", "partitionBy": list(snapshot.partition_columns)},
+        isolation_level=isolation_level,
+    )
+    if app_id is not None and app_version is not None:
+        done = txn.app_transaction_version(app_id)
+        if done is not None and done >= app_version:
+            return None
+        txn.set_app_transaction(app_id, app_version)
+    adds = write_files(snapshot, data)
+    txn.add(*adds)
+    txn.operation_metrics = _metrics_for_adds(adds)
+    return txn.commit()
+
+
+def read_file_rows(snapshot: Snapshot, add: AddFile) -> pa.Table:
+    """Every live row of one data file (deletion vector applied), logical columns incl. partitions."""
+    from airflow_provider_delta.core.scan import read_add_file
+
+    return read_add_file(snapshot, add)
+
+
+def _rows_matching(predicate: Any, rows: pa.Table) -> pa.BooleanArray:
+    from airflow_provider_delta.core.expressions import evaluate
+
+    result = evaluate(predicate, rows)
+    return pc.fill_null(result, False)
+
+
+def _rewrite_without(
+    txn: Transaction, snapshot: Snapshot, predicate: Any, files: Sequence[AddFile]
+) -> dict[str, int]:
+    """Remove the rows matching ``predicate`` from ``files``: drop whole files, rewrite partial ones."""
+    from airflow_provider_delta.core.expressions import is_partition_only
+
+    deleted = copied = removed = added = 0
+    partition_only = predicate is None or is_partition_only(predicate, snapshot.partition_columns)
+    for add in files:
+        if partition_only:
+            rows_in_file = add.num_records
+            txn.remove(add)
+            removed += 1
+            deleted += rows_in_file or 0
+            continue
+        rows = read_file_rows(snapshot, add)
+        mask = _rows_matching(predicate, rows)
+        hits = pc.sum(pc.cast(mask, pa.int64())).as_py() or 0
+        if hits == 0:
+            continue
+        keep = rows.filter(pc.invert(mask))
+        txn.remove(add)
+        removed += 1
+        deleted += hits
+        if keep.num_rows:
+            new = write_files(snapshot, keep)
+            txn.add(*new)
+            added += len(new)
+            copied += keep.num_rows
+    return {"numRemovedFiles": removed, "numAddedFiles": added, "numDeletedRows": deleted, "numCopiedRows": copied}
+
+
+def _refuse_cdf_dml(snapshot: Snapshot, operation: str) -> None:
+    if snapshot.configuration.get("delta.enableChangeDataFeed", "false").lower() == "true":
+        raise UnsupportedFeatureError(
+            f"Cannot run {operation} on table {snapshot.location!r}: it has the change data feed enabled and "
+            "this engine does not write change data files for row-level changes yet. Help: run it through "
+            "Delta Lake on Spark, or unset delta.enableChangeDataFeed.",
+            features=("changeDataFeed",),
+        )
+
+
+def delete(snapshot: Snapshot, predicate: Any = None, *, isolation_level: Any = None) -> int | None:
+    """Delete the rows matching ``predicate`` (all rows when None); None when nothing matched."""
+    bound = _bound(snapshot, predicate) if predicate is not None else None
+    params = {"predicate": orjson.dumps([_predicate_text(predicate)] if predicate is not None else []).decode()}
+    txn = Transaction(snapshot, operation="DELETE", operation_parameters=params, isolation_level=isolation_level)
+    files = txn.read_files(bound)
+    partition_only_all = bound is None
+    if not partition_only_all:
+        _refuse_cdf_dml(snapshot, "DELETE")
+    metrics = _rewrite_without(txn, snapshot, bound, files)
+    if metrics["numRemovedFiles"] == 0:
+        return None
+    txn.operation_metrics = metrics
+    return txn.commit()
+
+
+def overwrite(
+    snapshot: Snapshot, data: pa.Table, predicate: Any = None, *, isolation_level: Any = None
+) -> int:
+    """Replace the table's rows (or those matching ``predicate``, Delta's replaceWhere) with ``data``.
+
+    Raises:
+        SchemaMismatchError: with a predicate, a row of ``data`` does not satisfy it.
+    """
+    params: dict[str, Any] = {"mode": "Overwrite", "partitionBy": list(snapshot.partition_columns)}
+    txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation_level)
+    if predicate is None:
+        files = txn.read_files(None)
+        txn.remove(*files)
+        metrics = {"numRemovedFiles": len(files)}
+    else:
+        bound = _bound(snapshot, predicate)
+        params["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
+        if data.num_rows:
+            from airflow_provider_delta.core.write.files import conform_to_table
+
+            aligned = conform_to_table(data, snapshot.schema)
+            outside = pc.sum(pc.cast(pc.invert(_rows_matching(bound, aligned)), pa.int64())).as_py() or 0
+            if outside:
+                raise SchemaMismatchError(
+                    f"Cannot overwrite table {snapshot.location!r} where {_predicate_text(predicate)!r}: "
+                    f"{outside} row(s) of the new data do not match the predicate"
+                )
+        from airflow_provider_delta.core.expressions import is_partition_only
+
+        if not is_partition_only(bound, snapshot.partition_columns):
+            _refuse_cdf_dml(snapshot, "OVERWRITE with a data predicate")
+        metrics = _rewrite_without(txn, snapshot, bound, txn.read_files(bound))
+    adds = write_files(snapshot, data)
+    txn.add(*adds)
+    txn.operation_metrics = {**metrics, **_metrics_for_adds(adds)}
+    return txn.commit()
+
+
+def update(
+    snapshot: Snapshot,
+    predicate: Any,
+    set: Mapping[str, str],  # noqa: A002 - Delta's name for the assignments
+    *,
+    isolation_level: Any = None,
+) -> int | None:
+    """Set columns to SQL expressions on the rows matching ``predicate`` (all rows when None)."""
+    from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression
+    from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+
+    if not set:
+        raise DeltaError("Cannot update: no assignments given (set={'column': 'sql expression'})")
+    _refuse_cdf_dml(snapshot, "UPDATE")
+    arrow_schema = to_arrow_schema(snapshot.schema)
+    assignments = {}
+    for name, text in set.items():
+        f = snapshot.schema.get(name, case_sensitive=False)
+        if f is None:
+            raise PredicateError(
+                f"Cannot update column {name!r}: no such column (columns: {', '.join(snapshot.schema.names)})"
+            )
+        if f.name.lower() in {c.lower() for c in snapshot.partition_columns}:
+            pass  # allowed: the rewritten rows move to their new partition folder
+        assignments[f.name] = bind(parse_expression(str(text)), arrow_schema)
+    bound = _bound(snapshot, predicate) if predicate is not None else None
+    params = {"predicate": orjson.dumps([_predicate_text(predicate)] if predicate is not None else []).decode()}
+    txn = Transaction(snapshot, operation="UPDATE", operation_parameters=params, isolation_level=isolation_level)
+    updated = copied = removed = added = 0
+    for add in txn.read_files(bound):
+        rows = read_file_rows(snapshot, add)
+        mask = _rows_matching(bound, rows) if bound is not None else pa.array([True] * rows.num_rows)
+        hits = pc.sum(pc.cast(mask, pa.int64())).as_py() or 0
+        if hits == 0:
+            continue
+        for name, expr in assignments.items():
+            idx = rows.schema.get_field_index(name)
+            target_type = rows.schema.field(idx).type
+            try:
+                new = pc.cast(evaluate(expr, rows), target_type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
+                raise SchemaMismatchError(
+                    f"Cannot update column {name!r}: the value {str(expr)!r} does not fit type {target_type} ({err})"
+                ) from err
+            rows = rows.set_column(idx, rows.schema.field(idx), pc.if_else(mask, new, rows.column(idx)))
+        new_files = write_files(snapshot, rows)
+        txn.remove(add)
+        txn.add(*new_files)
+        updated += hits
+        copied += rows.num_rows - hits
+        removed += 1
+        added += len(new_files)
+    if removed == 0:
+        return None
+    txn.operation_metrics = {
+        "numUpdatedRows": updated, "numCopiedRows": copied, "numRemovedFiles": removed, "numAddedFiles": added,
+    }
+    return txn.commit()
+
+
+__all__ = ["append", "check_constraints", "create_table", "delete", "overwrite", "update"]

@@ -1,0 +1,224 @@
+"""Table properties (``delta.*``): validation, defaults, and the smallest protocol they need."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import TYPE_CHECKING
+
+from airflow_provider_delta.core.actions import Protocol
+from airflow_provider_delta.core.protocol import READER_WRITER_FEATURES
+from airflow_provider_delta.exceptions import DeltaError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+
+    from airflow_provider_delta.core.schema.types import StructType
+
+
+class InvalidPropertyError(DeltaError, ValueError):
+    """A ``delta.*`` table property is unknown or has an invalid value."""
+
+    def __init__(self, message: str, *, key: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+_INTERVAL = re.compile(
+    r"^\s*(?:interval\s+)?(\d+)\s*(microseconds?|milliseconds?|seconds?|minutes?|hours?|days?|weeks?)\s*$",
+    re.IGNORECASE,
+)
+_UNIT_SECONDS = {
+    "microsecond": 1e-6, "millisecond": 1e-3, "second": 1, "minute": 60, "hour": 3600, "day": 86400,
+    "week": 604800,
+}
+
+
+def parse_interval(text: str) -> timedelta:
+    """Parse Delta's calendar interval strings (``interval 30 days``, ``1 week``, ``168 hours``).
+
+    Raises:
+        ValueError: the text is not an interval.
+    """
+    m = _INTERVAL.match(text)
+    if m is None:
+        raise ValueError(f"not an interval: {text!r}")
+    unit = m.group(2).lower().rstrip("s")
+    return timedelta(seconds=int(m.group(1)) * _UNIT_SECONDS[unit])
+
+
+def _bool(v: str) -> None:
+    if v.lower() not in ("true", "false"):
+        raise ValueError("expected true or false")
+
+
+def _int_at_least(low: int) -> Callable[[str], None]:
+    def check(v: str) -> None:
+        if int(v) < low:
+            raise ValueError(f"expected an integer >= {low}")
+
+    return check
+
+
+def _one_of(*choices: str) -> Callable[[str], None]:
+    def check(v: str) -> None:
+        if v not in choices and v.lower() not in {c.lower() for c in choices}:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+
+    return check
+
+
+def _interval(v: str) -> None:
+    parse_interval(v)
+
+
+def _any(v: str) -> None:
+    del v
+
+
+_VALIDATORS: dict[str, Callable[[str], None]] = {
+    "delta.appendOnly": _bool,
+    "delta.checkpointInterval": _int_at_least(1),
+    "delta.logRetentionDuration": _interval,
+    "delta.deletedFileRetentionDuration": _interval,
+    "delta.setTransactionRetentionDuration": _interval,
+    "delta.enableExpiredLogCleanup": _bool,
+    "delta.enableChangeDataFeed": _bool,
+    "delta.columnMapping.mode": _one_of("none", "name", "id"),
+    "delta.columnMapping.maxColumnId": _int_at_least(0),
+    "delta.dataSkippingNumIndexedCols": _int_at_least(-1),
+    "delta.dataSkippingStatsColumns": _any,
+    "delta.dataSkippingStringPrefixLength": _int_at_least(0),
+    "delta.isolationLevel": _one_of("Serializable", "WriteSerializable"),
+    "delta.enableDeletionVectors": _bool,
+    "delta.enableInCommitTimestamps": _bool,
+    "delta.inCommitTimestampEnablementVersion": _int_at_least(0),
+    "delta.inCommitTimestampEnablementTimestamp": _int_at_least(0),
+    "delta.checkpoint.writeStatsAsJson": _bool,
+    "delta.checkpoint.writeStatsAsStruct": _bool,
+    "delta.checkpointPolicy": _one_of("classic", "v2"),
+    "delta.minReaderVersion": _int_at_least(1),
+    "delta.minWriterVersion": _int_at_least(1),
+    "delta.randomizeFilePrefixes": _bool,
+    "delta.randomPrefixLength": _int_at_least(1),
+    "delta.targetFileSize": _any,
+    "delta.tuneFileSizesForRewrites": _bool,
+    "delta.autoOptimize.autoCompact": _any,
+    "delta.autoOptimize.optimizeWrite": _bool,
+    "delta.compatibility.symlinkFormatManifest.enabled": _bool,
+    "delta.enableRowTracking": _bool,
+    "delta.enableTypeWidening": _bool,
+    "delta.universalFormat.enabledFormats": _any,
+}
+
+_FEATURE_VALUES = ("supported", "enabled")
+
+
+def validate_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """Check ``delta.*`` keys and values; return the properties as strings.
+
+    Non-``delta.`` keys are user properties and pass through. ``delta.feature.<name>`` accepts
+    ``supported``/``enabled``; ``delta.constraints.<name>`` holds a CHECK constraint expression.
+
+    Raises:
+        InvalidPropertyError: an unknown ``delta.*`` key or an invalid value.
+    """
+    out: dict[str, str] = {}
+    for key, raw in properties.items():
+        value = str(raw).lower() if isinstance(raw, bool) else str(raw)
+        if key.lower().startswith("delta."):
+            if key.startswith("delta.feature."):
+                if value.lower() not in _FEATURE_VALUES:
+                    raise InvalidPropertyError(
+                        f"Cannot set table property {key!r} to {value!r}: expected 'supported'", key=key
+                    )
+            elif key.startswith("delta.constraints."):
+                pass
+            else:
+                validator = _VALIDATORS.get(key)
+                if validator is None:
+                    raise InvalidPropertyError(
+                        f"Cannot set table property {key!r}: unknown delta.* property "
+                        f"(known: {', '.join(sorted(_VALIDATORS))})",
+                        key=key,
+                    )
+                try:
+                    validator(value)
+                except ValueError as err:
+                    raise InvalidPropertyError(
+                        f"Cannot set table property {key!r} to {value!r}: {err}", key=key
+                    ) from None
+        out[key] = value
+    return out
+
+
+def is_enabled(configuration: Mapping[str, str], key: str, default: bool = False) -> bool:
+    """A boolean table property."""
+    value = configuration.get(key)
+    return default if value is None else value.lower() == "true"
+
+
+def _needs_timestamp_ntz(schema: StructType) -> bool:
+    from airflow_provider_delta.core.schema.types import TimestampNtzType
+
+    return any(isinstance(f.type, TimestampNtzType) for _, f in schema.walk()) or "timestamp_ntz" in (
+        schema.to_json()
+    )
+
+
+def required_features(schema: StructType, configuration: Mapping[str, str]) -> set[str]:
+    """The table features a schema and properties need."""
+    features = {k[len("delta.feature."):] for k in configuration if k.startswith("delta.feature.")}
+    if configuration.get("delta.columnMapping.mode", "none").lower() != "none":
+        features.add("columnMapping")
+    if is_enabled(configuration, "delta.enableChangeDataFeed"):
+        features.add("changeDataFeed")
+    if is_enabled(configuration, "delta.appendOnly"):
+        features.add("appendOnly")
+    if is_enabled(configuration, "delta.enableDeletionVectors"):
+        features.add("deletionVectors")
+    if is_enabled(configuration, "delta.enableInCommitTimestamps"):
+        features.add("inCommitTimestamp")
+    if configuration.get("delta.checkpointPolicy", "classic").lower() == "v2":
+        features.add("v2Checkpoint")
+    if any(k.startswith("delta.constraints.") for k in configuration):
+        features.add("checkConstraints")
+    if _needs_timestamp_ntz(schema):
+        features.add("timestampNtz")
+    return features
+
+
+_LEGACY_WRITER: tuple[tuple[int, frozenset[str]], ...] = (
+    (2, frozenset({"appendOnly", "invariants"})),
+    (3, frozenset({"appendOnly", "invariants", "checkConstraints"})),
+    (4, frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"})),
+    (5, frozenset({"appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns",
+                   "columnMapping"})),
+)
+
+
+def minimal_protocol(features: Iterable[str], *, base: Protocol | None = None) -> Protocol:
+    """The smallest protocol that supports ``features`` (and everything ``base`` already had).
+
+    Legacy versions are used while they suffice (writer 2 to 5, reader 1 or 2); otherwise table
+    features: writer 7 (with every legacy feature the old version implied), and reader 3 when a
+    reader-writer feature is needed.
+    """
+    from airflow_provider_delta.core.protocol import reader_features, writer_features
+
+    wanted = set(features)
+    if base is not None:
+        wanted |= set(writer_features(base)) | set(reader_features(base))
+    reader_needed = wanted & READER_WRITER_FEATURES
+    if reader_needed <= {"columnMapping"}:
+        for version, implied in _LEGACY_WRITER:
+            if wanted <= implied and (base is None or base.min_writer_version <= version):
+                reader = 2 if "columnMapping" in wanted else 1
+                if base is not None:
+                    reader = max(reader, base.min_reader_version)
+                if reader <= 2:
+                    return Protocol(reader, version)
+    writer_set = frozenset(wanted)
+    if reader_needed - {"columnMapping"} or (base is not None and base.min_reader_version >= 3):
+        return Protocol(3, 7, frozenset(reader_needed), writer_set)
+    return Protocol(2 if "columnMapping" in wanted else 1, 7, None, writer_set)
