@@ -23,6 +23,8 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from airflow_provider_delta import __version__
 from airflow_provider_delta.core import DeltaError, DeltaTable
 from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructType
@@ -187,7 +189,7 @@ def _describe(args: argparse.Namespace) -> None:
             rows.append(("Writer features", ", ".join(sorted(protocol.writer_features)) or "-"))
         rows += [
             ("Partition columns", ", ".join(table.partition_columns) or "-"),
-            ("Files", f"{len(files):,} ({_size_text(size)})"),
+            ("Files", f"{len(files):,} files, {_size_text(size)}"),
             ("Last commit", _commit_summary(commit)),
         ]
         width = max(len(k) for k, _ in rows)
@@ -249,16 +251,19 @@ def _files(args: argparse.Namespace) -> None:
         for f in files
     ]
 
+    def count(value: int | None) -> str:
+        return "-" if value is None else f"{value:,}"
+
     def human() -> str:
         rows = [
             (
-                p["path"],
-                f"{p['size']:,}",
-                "-" if p["num_records"] is None else f"{p['num_records']:,}",
-                "-" if p["deleted_rows"] is None else f"{p['deleted_rows']:,}",
-                ", ".join(f"{k}={v}" for k, v in p["partition_values"].items()) or "-",
+                f.path,
+                f"{f.size:,}",
+                count(f.num_records),
+                count((f.deletion_vector or {}).get("cardinality")),
+                ", ".join(f"{k}={v}" for k, v in f.partition_values.items()) or "-",
             )
-            for p in payload
+            for f in files
         ]
         total = f"{len(files):,} files, {_size_text(sum(f.size for f in files))} at version {table.version}"
         headers = ("PATH", "SIZE", "RECORDS", "DELETED", "PARTITION")
@@ -284,8 +289,13 @@ def _head(args: argparse.Namespace) -> None:
 
     def human() -> str:
         body = [[_cell(row[name]) for name in names] for row in rows]
+        numeric = [
+            i
+            for i, f in enumerate(data.schema)
+            if pa.types.is_integer(f.type) or pa.types.is_floating(f.type) or pa.types.is_decimal(f.type)
+        ]
         shown = f"{len(rows)} of {data.num_rows:,} rows at version {table.version}"
-        return (_table(names, body) + "\n" if names else "") + shown
+        return (_table(names, body, right=numeric) + "\n" if names else "") + shown
 
     _emit(args, [{k: _jsonable(v) for k, v in row.items()} for row in rows], human)
 

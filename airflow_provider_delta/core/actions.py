@@ -7,12 +7,14 @@ leaves its content free-form.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 from airflow_provider_delta.exceptions import LogCorruptedError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 _EMPTY: Mapping[str, Any] = {}
 

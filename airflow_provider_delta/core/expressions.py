@@ -24,7 +24,7 @@ import decimal
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 from typing import Literal as TypingLiteral
 
@@ -34,19 +34,22 @@ import pyarrow.dataset as ds
 import sqlglot
 from sqlglot import exp
 
-from airflow_provider_delta.core.partitions import parse_timestamp
+from airflow_provider_delta.core.partitions import format_timestamp, parse_timestamp
 from airflow_provider_delta.exceptions import PredicateError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterator
 
 __all__ = [
+    "FUNCTIONS",
     "And",
     "Arithmetic",
+    "ArithmeticOp",
     "Between",
     "Cast",
     "Column",
     "Comparison",
+    "ComparisonOp",
     "Expr",
     "Function",
     "In",
@@ -104,9 +107,13 @@ class Expr:
 
     def children(self) -> tuple[Expr, ...]:
         """Return the direct sub-expressions, left to right."""
-        return tuple(v for v in self.__dict__.values() if isinstance(v, Expr)) + tuple(
-            e for v in self.__dict__.values() if isinstance(v, tuple) for e in v if isinstance(e, Expr)
-        )
+        found: list[Expr] = []
+        for item in (getattr(self, f.name) for f in fields(self)):
+            if isinstance(item, Expr):
+                found.append(item)
+            elif isinstance(item, tuple):
+                found.extend(e for e in item if isinstance(e, Expr))
+        return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -128,8 +135,12 @@ class Column(Expr):
 
 @dataclass(frozen=True)
 class Literal(Expr):
-    """A constant; ``dtype`` defaults to Spark's type for the Python value (``1`` -> int32, ``1.5`` ->
-    decimal(2,1) as a ``Decimal``, ``1.5`` as ``float`` -> double, aware datetimes -> UTC timestamps)."""
+    """A constant. ``dtype`` defaults to Spark's type for the Python value.
+
+    ``int`` -> int32 (int64 or decimal(38,0) when larger), ``Decimal`` -> decimal(p,s) of its digits,
+    ``float`` -> double, ``str`` -> string, ``bytes`` -> binary, ``date`` -> date32, ``datetime`` ->
+    timestamp (aware values are converted to UTC; naive ones are timestamp_ntz), ``None`` -> null.
+    """
 
     value: Any
     dtype: pa.DataType = None
@@ -423,7 +434,7 @@ def parse_predicate(text: str, *, qualifiers: Collection[str] = ()) -> Expr:
     raise PredicateError(f"Cannot parse predicate {text!r}: {to_sql(expr)!r} is not a condition")
 
 
-def _parse_sql(text: str, kind: str) -> exp.Expression:
+def _parse_sql(text: str, kind: str) -> exp.Expr:
     if not isinstance(text, str) or not text.strip():
         raise PredicateError(f"Cannot parse {kind} {text!r}: empty text")
     try:
@@ -436,7 +447,7 @@ def _parse_sql(text: str, kind: str) -> exp.Expression:
     return node
 
 
-_SIMPLE_COMPARISONS: dict[type[exp.Expression], ComparisonOp] = {
+_SIMPLE_COMPARISONS: dict[type[exp.Expr], ComparisonOp] = {
     exp.EQ: "=",
     exp.NEQ: "!=",
     exp.LT: "<",
@@ -445,14 +456,14 @@ _SIMPLE_COMPARISONS: dict[type[exp.Expression], ComparisonOp] = {
     exp.GTE: ">=",
     exp.NullSafeEQ: "<=>",
 }
-_ARITHMETIC: dict[type[exp.Expression], ArithmeticOp] = {
+_ARITHMETIC: dict[type[exp.Expr], ArithmeticOp] = {
     exp.Add: "+",
     exp.Sub: "-",
     exp.Mul: "*",
     exp.Div: "/",
     exp.Mod: "%",
 }
-_UNARY_FUNCTIONS: dict[type[exp.Expression], str] = {
+_UNARY_FUNCTIONS: dict[type[exp.Expr], str] = {
     exp.Lower: "lower",
     exp.Upper: "upper",
     exp.Abs: "abs",
@@ -487,12 +498,12 @@ class _Converter:
         self.kind = kind
         self.qualifiers = {q.lower(): q for q in qualifiers}
 
-    def fail(self, node: exp.Expression, reason: str = "unsupported SQL") -> PredicateError:
+    def fail(self, node: exp.Expr, reason: str = "unsupported SQL") -> PredicateError:
         return PredicateError(
             f"Cannot parse {self.kind} {self.text!r}: {reason} {node.sql(dialect='spark')!r}"
         )
 
-    def convert(self, node: exp.Expression) -> Expr:
+    def convert(self, node: exp.Expr) -> Expr:
         if isinstance(node, exp.Paren):
             return self.convert(node.this)
         if isinstance(node, (exp.Column, exp.Dot, exp.Identifier)):
@@ -543,7 +554,7 @@ class _Converter:
             return IsNotNull(inner.operand)
         return Not(inner)
 
-    def column(self, node: exp.Expression) -> Column:
+    def column(self, node: exp.Expr) -> Column:
         parts: list[str] = []
         for part in _column_parts(node):
             if not isinstance(part, exp.Identifier) or not isinstance(part.this, str):
@@ -614,7 +625,7 @@ class _Converter:
                 raise self.fail(node, f"cannot convert ({err}):") from err
         return Cast(operand, target)
 
-    def function(self, node: exp.Expression) -> Expr:
+    def function(self, node: exp.Expr) -> Expr:
         unary = _UNARY_FUNCTIONS.get(type(node))
         if unary is not None:
             return Function(unary, (self.convert(node.this),))
@@ -627,8 +638,8 @@ class _Converter:
                 return Literal("".join(a.value for a in args if isinstance(a, Literal)))
             return Function("concat", args)
         if isinstance(node, exp.Substring):
-            args = [node.this, node.args.get("start"), node.args.get("length")]
-            return Function("substring", tuple(self.convert(a) for a in args if a is not None))
+            parts = [node.this, node.args.get("start"), node.args.get("length")]
+            return Function("substring", tuple(self.convert(a) for a in parts if a is not None))
         if isinstance(node, exp.Trim):
             if node.expression is not None:
                 raise self.fail(node)
@@ -644,7 +655,7 @@ class _Converter:
         raise self.fail(node)
 
 
-def _column_parts(node: exp.Expression) -> list[exp.Expression]:
+def _column_parts(node: exp.Expr) -> list[exp.Expr]:
     if isinstance(node, exp.Dot):
         return [*_column_parts(node.this), node.expression]
     if isinstance(node, exp.Column):
@@ -798,7 +809,7 @@ def _literal_sql(value: Any, t: pa.DataType) -> str:
     if isinstance(value, (bytes, bytearray)):
         return f"X'{bytes(value).hex().upper()}'"
     if isinstance(value, dt.datetime):
-        text = value.strftime("%Y-%m-%d %H:%M:%S.%f")
+        text = format_timestamp(value)
         return f"TIMESTAMP '{text}Z'" if value.tzinfo is not None else f"TIMESTAMP_NTZ '{text}'"
     if isinstance(value, dt.date):
         return f"DATE '{value.isoformat()}'"
@@ -808,7 +819,7 @@ def _literal_sql(value: Any, t: pa.DataType) -> str:
         return f"{value}L"
     if isinstance(value, float) and pa.types.is_float64(t) and math.isfinite(value):
         return f"{value!r}D"
-    if isinstance(value, decimal.Decimal) and t == _decimal_type(value):
+    if isinstance(value, decimal.Decimal) and t == _decimal_type(value) and "." in format(value, "f"):
         return format(value, "f")
     number = format(value, "f") if isinstance(value, decimal.Decimal) else repr(value)
     if isinstance(value, float) and not math.isfinite(value):
@@ -850,7 +861,7 @@ def to_sql(expr: Expr) -> str:
             return to_sql(inner).replace(" LIKE ", " NOT LIKE ", 1)
         if isinstance(inner, Between):
             return to_sql(inner).replace(" BETWEEN ", " NOT BETWEEN ", 1)
-        return f"NOT ({to_sql(inner)})"
+        return f"NOT {_operand_sql(inner)}"
     if isinstance(expr, IsNull):
         return f"{_operand_sql(expr.operand)} IS NULL"
     if isinstance(expr, IsNotNull):
@@ -921,7 +932,7 @@ def _convert_value(value: Any, t: pa.DataType) -> Any:
         if isinstance(value, (bytes, bytearray)):
             return bytes(value).decode("utf-8", "replace")
         if isinstance(value, dt.datetime):
-            return value.strftime("%Y-%m-%d %H:%M:%S.%f")
+            return format_timestamp(value)
         if isinstance(value, (dt.date, int, float)):
             return str(value)
         return format(value, "f") if isinstance(value, decimal.Decimal) else str(value)
@@ -1053,9 +1064,8 @@ def bind(
 
     Example:
         >>> schema = pa.schema([("Id", pa.int64()), ("day", pa.date32())])
-        >>> bind(parse_predicate("id = 1 AND day = '2020-01-01'"), schema).right
-        Comparison(op='=', left=Column(qualifier=None, path=('day',), dtype=DataType(date32[day])), \
-right=Literal(value=datetime.date(2020, 1, 1), dtype=DataType(date32[day])))
+        >>> str(bind(parse_predicate("id = 1 AND day = '2020-01-01'"), schema))
+        "Id = 1L AND day = DATE '2020-01-01'"
     """
     return _Binder(expr, schema, case_sensitive, qualifiers or {}).bind(expr)
 
@@ -1339,8 +1349,9 @@ def to_arrow_expression(expr: Expr) -> pc.Expression:
         PredicateError: The expression uses something Arrow cannot compute.
 
     Example:
-        >>> str(to_arrow_expression(parse_predicate("a.b > 1")))
-        '(a.b > 1)'
+        >>> t = pa.table({"a": [{"b": 1}, {"b": 2}]})
+        >>> t.filter(to_arrow_expression(bind(parse_predicate("a.b > 1"), t.schema))).to_pylist()
+        [{'a': {'b': 2}}]
     """
     return _ArrowTranslator(to_sql(expr)).translate(expr)
 
@@ -1459,14 +1470,14 @@ class _ArrowTranslator:
         raise self.error(f"unsupported function {name!r}")
 
     def substring(self, expr: Function, operand: pc.Expression) -> pc.Expression:
-        bounds = [a.value if isinstance(a, Literal) else None for a in expr.args[1:]]
-        if not all(isinstance(b, int) for b in bounds):
+        bounds = [a.value for a in expr.args[1:] if isinstance(a, Literal) and isinstance(a.value, int)]
+        if len(bounds) != len(expr.args) - 1 or not 1 <= len(bounds) <= 2:
             raise self.error("substring needs integer literal position and length")
-        pos = int(bounds[0])  # Spark: 1-based; 0 acts as 1; negative counts from the end
+        pos = bounds[0]  # Spark: 1-based; 0 acts as 1; negative counts from the end
         start = pos - 1 if pos > 0 else pos
         if len(bounds) == 1:
             return _call("utf8_slice_codeunits", [operand], pc.SliceOptions(start))
-        length = max(int(bounds[1]), 0)
+        length = max(bounds[1], 0)
         stop = start + length
         if start < 0 <= stop:
             return _call("utf8_slice_codeunits", [operand], pc.SliceOptions(start))
@@ -1775,9 +1786,12 @@ def _stat_value(raw: Any, dtype: pa.DataType | None, *, is_max: bool) -> tuple[A
             # NaN rows may be left out of float stats by some writers: never claim exact bounds.
             return value, False
         if pa.types.is_decimal(dtype):
-            if isinstance(raw, float):  # JSON number parsed lossily: widen by one ulp
+            if isinstance(raw, float):  # Spark writes decimals as JSON numbers, parsed here as floats
                 if not math.isfinite(raw):
                     return None, False
+                if dtype.precision <= 15:
+                    # A double tells apart every decimal of up to 15 significant digits: exact.
+                    return decimal.Decimal(f"{raw:.15g}"), True
                 return decimal.Decimal(math.nextafter(raw, math.inf if is_max else -math.inf)), False
             return (decimal.Decimal(raw), True) if isinstance(raw, (int, str)) else (None, False)
         if pa.types.is_date(dtype):

@@ -35,6 +35,7 @@ __all__ = [
     "decode_partition_values",
     "encode_partition_value",
     "escape_partition_path_component",
+    "format_timestamp",
     "parse_timestamp",
     "partition_column",
     "partition_path",
@@ -78,8 +79,8 @@ _UNESCAPE_RE = re.compile(r"%([0-9A-Fa-f]{2})")
 
 
 def _corrupt(column: str | None, raw: str, arrow_type: pa.DataType, reason: str) -> LogCorruptedError:
-    name = f"partition column {column!r}" if column is not None else "partition value"
-    return LogCorruptedError(f"Cannot decode {name} value {raw!r} as {arrow_type}: {reason}")
+    name = f"partition column {column!r} value" if column is not None else "partition value"
+    return LogCorruptedError(f"Cannot decode {name} {raw!r} as {arrow_type}: {reason}")
 
 
 def decode_partition_value(raw: str | None, arrow_type: pa.DataType, *, column: str | None = None) -> Any:
@@ -163,7 +164,18 @@ def _decode_float(raw: str, t: pa.DataType, column: str | None) -> float:
     if not _FLOAT_RE.fullmatch(raw):
         raise _corrupt(column, raw, t, "not a floating-point number")
     # Java's Float/Double.toString never writes the "f"/"d" suffix, but Java's parser accepts it.
-    return float(raw.rstrip("fFdD"))
+    value = float(raw.rstrip("fFdD"))
+    if t.bit_width == 32 and math.isfinite(value):
+        try:
+            value = _to_float32(value)  # the value Arrow stores, so comparisons agree with the data
+        except OverflowError as err:
+            raise _corrupt(column, raw, t, "out of range for float") from err
+    return value
+
+
+def _to_float32(value: float) -> float:
+    result: float = struct.unpack("f", struct.pack("f", value))[0]
+    return result
 
 
 def _decode_decimal(raw: str, t: pa.DataType, column: str | None) -> decimal.Decimal:
@@ -233,6 +245,24 @@ def parse_timestamp(text: str, *, zoned: bool) -> dt.datetime:
     )
     value = value.astimezone(dt.timezone.utc)
     return value if zoned else value.replace(tzinfo=None)
+
+
+def format_timestamp(value: dt.datetime) -> str:
+    """Format a timestamp as Spark writes partition values: ``yyyy-MM-dd HH:mm:ss.SSSSSS`` in UTC.
+
+    Args:
+        value: An aware timestamp (converted to UTC) or a naive one (written as is).
+
+    Returns:
+        The text, with a four-digit year.
+
+    Example:
+        >>> format_timestamp(dt.datetime(999, 1, 2, 3, 4, 5))
+        '0999-01-02 03:04:05.000000'
+    """
+    if value.tzinfo is not None:
+        value = value.astimezone(dt.timezone.utc).replace(tzinfo=None)
+    return value.isoformat(sep=" ", timespec="microseconds")
 
 
 def _zone(text: str | None) -> dt.tzinfo:
@@ -322,6 +352,9 @@ def encode_partition_value(value: Any, arrow_type: pa.DataType) -> str | None:
         text = _encode(value, t)
     except (TypeError, ValueError, OverflowError, decimal.DecimalException) as err:
         raise SchemaMismatchError(f"Cannot encode partition value {value!r} as {t}: {err}") from err
+    except LogCorruptedError as err:  # the range checks are shared with decoding
+        reason = str(err).rpartition(": ")[2]
+        raise SchemaMismatchError(f"Cannot encode partition value {value!r} as {t}: {reason}") from err
     return text if text != "" else None
 
 
@@ -347,10 +380,7 @@ def _encode(value: Any, t: pa.DataType) -> str:
             raise TypeError(f"expected date, found {type(value).__name__}")
         return value.isoformat()
     if pa.types.is_timestamp(t):
-        stamp = _expect(value, dt.datetime)
-        if stamp.tzinfo is not None:
-            stamp = stamp.astimezone(dt.timezone.utc).replace(tzinfo=None)
-        return stamp.strftime("%Y-%m-%d %H:%M:%S.%f")
+        return format_timestamp(_expect(value, dt.datetime))
     raise TypeError(f"type {t} cannot be a partition column")
 
 
@@ -370,10 +400,10 @@ def _encode_float(value: Any, t: pa.DataType) -> str:
         return "Infinity" if number > 0 else "-Infinity"
     if t.bit_width == 32:
         # Shortest text that reads back as the same float32 (Java's Float.toString does the same).
-        single = struct.unpack("f", struct.pack("f", number))[0]
+        single = _to_float32(number)
         for digits in range(1, 10):
             text = f"{single:.{digits}g}"
-            if struct.unpack("f", struct.pack("f", float(text)))[0] == single:
+            if _to_float32(float(text)) == single:
                 return repr(float(text))
     return repr(number)
 

@@ -18,7 +18,11 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_delta.core.deletion_vectors import DeletionVectorDescriptor, deletion_mask, read_deleted_rows
+from airflow_provider_delta.core.deletion_vectors import (
+    DeletionVectorDescriptor,
+    deletion_mask,
+    read_deleted_rows,
+)
 from airflow_provider_delta.core.partitions import decode_partition_value, partition_column
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.conform import conform_table

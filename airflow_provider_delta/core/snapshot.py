@@ -5,10 +5,12 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from airflow_provider_delta.core.actions import RemoveFile as RemoveFileCls
+from airflow_provider_delta.core.log.file_index import FileIndex
 from airflow_provider_delta.core.log.replay import replay
 from airflow_provider_delta.core.log.segment import LogSegment, build_segment
 from airflow_provider_delta.core.protocol import check_readable
-from airflow_provider_delta.exceptions import LogCorruptedError
+from airflow_provider_delta.exceptions import LogCorruptedError, VersionNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -50,11 +52,59 @@ class Snapshot:
         self.version = segment.version
         self.protocol: Protocol = state.protocol
         self.metadata: Metadata = state.metadata
-        self._files = state.files
-        self._tombstones = state.tombstones
+        self._files: FileIndex[AddFile] = FileIndex(state.files)
+        self._tombstones: FileIndex[RemoveFile] = FileIndex(state.tombstones)
         self._txns = state.txns
         self._domains = state.domains
         self._last_commit_info = state.last_commit_info
+
+    def advance(self, version: int | None = None) -> Snapshot:
+        """This table at a newer ``version`` (the latest when None), applying only the new commits.
+
+        Cost grows with the new commits, not with the table: the file index is shared.
+
+        Raises:
+            VersionNotFoundError: ``version`` is older than this snapshot or newer than the latest.
+        """
+        from airflow_provider_delta.core.log.paths import LogFile, commit_path
+        from airflow_provider_delta.core.log.replay import ReplayState, read_commit
+        from airflow_provider_delta.core.log.segment import _gallop_latest
+
+        latest = self.version
+        if self.storage.exists(commit_path(self.version + 1)):
+            latest = _gallop_latest(self.storage, self.version + 1)
+        target = latest if version is None else version
+        if target < self.version or target > latest:
+            raise VersionNotFoundError(
+                f"Cannot advance table {self.location!r} from version {self.version} to {target}: "
+                f"available versions are {self.version} to {latest}",
+                version=target,
+                latest=latest,
+            )
+        if target == self.version:
+            return self
+        delta = ReplayState(protocol=self.protocol, metadata=self.metadata, txns=dict(self._txns),
+                            domains=dict(self._domains))
+        removed: list[tuple[str, str | None]] = []
+        commits = []
+        for v in range(self.version + 1, target + 1):
+            actions = read_commit(self.storage, commit_path(v), v)
+            for action in actions:
+                if (remove := action.get("remove")) is not None:
+                    removed.append(RemoveFileCls.from_dict(remove).key)
+            delta.apply_actions(actions, version=v)
+            commits.append(LogFile(f"{v:020d}.json", "commit", v))
+        segment = LogSegment(target, self.segment.checkpoint, self.segment.commits + tuple(commits))
+        new = Snapshot.__new__(Snapshot)
+        new.storage, new.location, new.segment, new.version = self.storage, self.location, segment, target
+        new.protocol, new.metadata = delta.protocol or self.protocol, delta.metadata or self.metadata
+        added_keys = set(delta.files)
+        new._files = self._files.updated(delta.files.items(), [k for k in removed if k not in added_keys])
+        new._tombstones = self._tombstones.updated(delta.tombstones.items(), added_keys)
+        new._txns, new._domains, new._last_commit_info = delta.txns, delta.domains, delta.last_commit_info
+        if new.protocol is not self.protocol:
+            new.check_readable()
+        return new
 
     @cached_property
     def schema(self) -> StructType:

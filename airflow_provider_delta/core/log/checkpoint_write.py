@@ -21,7 +21,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from itertools import accumulate, chain
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -111,7 +110,12 @@ _METADATA = pa.struct(
     ]
 )
 _PROTOCOL = pa.struct(
-    [("minReaderVersion", _I32), ("minWriterVersion", _I32), ("readerFeatures", _LIST), ("writerFeatures", _LIST)]
+    [
+        ("minReaderVersion", _I32),
+        ("minWriterVersion", _I32),
+        ("readerFeatures", _LIST),
+        ("writerFeatures", _LIST),
+    ]
 )
 _DOMAIN = pa.struct([("domain", _STR), ("configuration", _STR), ("removed", _BOOL)])
 _CHECKPOINT_METADATA = pa.struct([("version", _I64), ("tags", _MAP)])
@@ -180,41 +184,27 @@ def _now_ms(now_ms: int | None) -> int:
     return int(time.time() * 1000) if now_ms is None else now_ms
 
 
-def _string_map(values: Sequence[Mapping[str, str | None] | None]) -> pa.MapArray:
-    """A map<string,string> array from dicts (None for a null map), built from flat key/value lists."""
-    has_null = any(v is None for v in values)
-    dicts: Sequence[Mapping[str, str | None]] = [v or {} for v in values] if has_null else values  # type: ignore[assignment]
-    offsets = pa.array(list(accumulate((len(d) for d in dicts), initial=0)), type=_I32)
-    keys = pa.array(list(chain.from_iterable(d.keys() for d in dicts)), type=_STR)
-    items = pa.array(list(chain.from_iterable(d.values() for d in dicts)), type=_STR)
-    mask = pa.array([v is None for v in values], type=_BOOL) if has_null else None
-    return pa.MapArray.from_arrays(offsets, keys, items, type=_MAP, mask=mask)
-
-
-def _dv_array(dvs: Sequence[Mapping[str, Any] | None]) -> pa.StructArray:
-    """The deletionVector struct column; null where a file has no deletion vector."""
-    present = [dv or {} for dv in dvs]
-    children = [pa.array([dv.get(f.name) for dv in present], type=f.type) for f in _DV]
-    mask = pa.array([dv is None for dv in dvs], type=_BOOL)
-    return pa.StructArray.from_arrays(children, fields=list(_DV), mask=mask)
-
-
-def _column(values: Sequence[Any], typ: pa.DataType) -> pa.Array:
-    if typ == _MAP:
-        return _string_map(values)
-    if typ == _DV:
-        return _dv_array(values)
-    return pa.array(values, type=typ)
+def _column(values: Sequence[Any] | pa.Array, typ: pa.DataType) -> pa.Array:
+    """One field of an action column, converted in one call (maps from dicts, structs from dicts)."""
+    if isinstance(values, pa.Array):
+        return values
+    try:
+        return pa.array(values, type=typ)
+    except pa.ArrowTypeError:
+        if not pa.types.is_map(typ):
+            raise
+        # pyarrow converts only real dicts to maps; other Mapping types go through dict().
+        return pa.array([dict(v) if v is not None else None for v in values], type=typ)
 
 
 def _adds_array(adds: Sequence[AddFile]) -> pa.StructArray:
     # Checkpointed adds are not data changes (Spark and delta-rs write dataChange=false).
-    columns: dict[str, list[Any]] = {
+    columns: dict[str, Sequence[Any] | pa.Array] = {
         "path": [a.path for a in adds],
         "partitionValues": [a.partition_values for a in adds],
         "size": [a.size for a in adds],
         "modificationTime": [a.modification_time for a in adds],
-        "dataChange": [False] * len(adds),
+        "dataChange": pa.repeat(False, len(adds)),
         "tags": [a.tags for a in adds],
         "deletionVector": [a.deletion_vector for a in adds],
         "baseRowId": [a.base_row_id for a in adds],
@@ -231,10 +221,10 @@ def _adds_array(adds: Sequence[AddFile]) -> pa.StructArray:
 
 
 def _removes_array(removes: Sequence[RemoveFile]) -> pa.StructArray:
-    columns: dict[str, list[Any]] = {
+    columns: dict[str, Sequence[Any] | pa.Array] = {
         "path": [r.path for r in removes],
         "deletionTimestamp": [r.deletion_timestamp for r in removes],
-        "dataChange": [False] * len(removes),
+        "dataChange": pa.repeat(False, len(removes)),
         "extendedFileMetadata": [r.extended_file_metadata for r in removes],
         "partitionValues": [r.partition_values for r in removes],
         "size": [r.size for r in removes],
@@ -260,9 +250,10 @@ def _live_transactions(snapshot: Snapshot, now_ms: int) -> list[SetTransaction]:
     # PROTOCOL.md "Transaction Identifiers": with delta.setTransactionRetentionDuration set, txns
     # whose lastUpdated is older than the retention may be dropped; without it they are all kept.
     txns = list(snapshot.transactions.values())
-    if not snapshot.configuration.get("delta.setTransactionRetentionDuration"):
+    if not snapshot.configuration.get("delta.setTransactionRetentionDuration", "").strip():
         return txns
-    retention = retention_property(snapshot.configuration, "delta.setTransactionRetentionDuration", timedelta())
+    key = "delta.setTransactionRetentionDuration"
+    retention = retention_property(snapshot.configuration, key, timedelta())
     floor = now_ms - int(retention.total_seconds() * 1000)
     return [t for t in txns if t.last_updated is None or t.last_updated > floor]
 
@@ -289,7 +280,8 @@ def _small_columns(snapshot: Snapshot, now_ms: int) -> list[tuple[str, pa.Array]
     if protocol.writer_features is not None and "v2Checkpoint" in protocol.writer_features:
         # PROTOCOL.md "V2 Checkpoint Table Feature": a classic checkpoint of such a table follows the
         # V2 spec and must carry a checkpointMetadata action.
-        out.append(("checkpointMetadata", pa.array([{"version": snapshot.version}], type=_CHECKPOINT_METADATA)))
+        row = {"version": snapshot.version}
+        out.append(("checkpointMetadata", pa.array([row], type=_CHECKPOINT_METADATA)))
     return out
 
 
@@ -306,9 +298,17 @@ def build_checkpoint_table(snapshot: Snapshot, *, now_ms: int | None = None) -> 
     """
     now = _now_ms(now_ms)
     adds = _adds_array(snapshot.files())
-    parts = [*_small_columns(snapshot, now), ("add", adds), ("remove", _removes_array(_live_tombstones(snapshot, now)))]
-    types = {"txn": _TXN, "add": adds.type, "remove": _REMOVE, "metaData": _METADATA, "protocol": _PROTOCOL,
-             "domainMetadata": _DOMAIN}
+    removes = _removes_array(_live_tombstones(snapshot, now))
+    parts = [*_small_columns(snapshot, now), ("add", adds), ("remove", removes)]
+    # Spark's column order; readers match columns by name.
+    types = {
+        "txn": _TXN,
+        "add": adds.type,
+        "remove": _REMOVE,
+        "metaData": _METADATA,
+        "protocol": _PROTOCOL,
+        "domainMetadata": _DOMAIN,
+    }
     if any(name == "checkpointMetadata" for name, _ in parts):
         types["checkpointMetadata"] = _CHECKPOINT_METADATA
     schema = pa.schema([pa.field(name, typ) for name, typ in types.items()])

@@ -72,6 +72,7 @@ def to_arrow_type(dt: DataType, *, physical: bool = False) -> pa.DataType:
 
     Raises:
         UnsupportedFeatureError: for an :class:`UnsupportedType`.
+        SchemaError: for a map whose keys are ``void`` (Arrow map keys are never null).
 
     Example:
         >>> to_arrow_type(DecimalType(10, 2))
@@ -85,11 +86,15 @@ def to_arrow_type(dt: DataType, *, physical: bool = False) -> pa.DataType:
     if isinstance(dt, StructType):
         return pa.struct([to_arrow_field(f, physical=physical) for f in dt.fields])
     if isinstance(dt, ArrayType):
-        element = pa.field("element", to_arrow_type(dt.element_type, physical=physical), dt.contains_null)
+        element_type = to_arrow_type(dt.element_type, physical=physical)
+        element = pa.field("element", element_type, _nullable(dt.contains_null, element_type))
         return pa.list_(element)
     if isinstance(dt, MapType):
+        if isinstance(dt.key_type, NullType):
+            raise SchemaError(f"Cannot convert type {dt.simple_string()} to Arrow: map keys cannot be void")
         key = pa.field("key", to_arrow_type(dt.key_type, physical=physical), nullable=False)
-        value = pa.field("value", to_arrow_type(dt.value_type, physical=physical), dt.value_contains_null)
+        value_type = to_arrow_type(dt.value_type, physical=physical)
+        value = pa.field("value", value_type, _nullable(dt.value_contains_null, value_type))
         return pa.map_(key, value)
     if isinstance(dt, UnsupportedType):
         raise UnsupportedFeatureError(
@@ -98,14 +103,23 @@ def to_arrow_type(dt: DataType, *, physical: bool = False) -> pa.DataType:
     raise UnsupportedFeatureError(f"Cannot convert type {dt!r} to Arrow: the type is unsupported")
 
 
+def _nullable(nullable: bool, arrow_type: pa.DataType) -> bool:
+    # Arrow refuses a non-nullable field of type null; a `void` column holds only nulls anyway.
+    return nullable or pa.types.is_null(arrow_type)
+
+
 def to_arrow_field(f: StructField, *, physical: bool = False) -> pa.Field:
-    """Return the Arrow field of a struct field (see :func:`to_arrow_type`)."""
+    """Return the Arrow field of a struct field (see :func:`to_arrow_type`).
+
+    A ``void`` field is always nullable in Arrow, whatever its ``nullable`` flag says.
+    """
     arrow_type = to_arrow_type(f.type, physical=physical)
+    nullable = _nullable(f.nullable, arrow_type)
     if not physical:
-        return pa.field(f.name, arrow_type, nullable=f.nullable)
+        return pa.field(f.name, arrow_type, nullable=nullable)
     column_id = field_id(f)
     metadata = None if column_id is None else {PARQUET_FIELD_ID_KEY: str(column_id).encode()}
-    return pa.field(physical_name(f), arrow_type, nullable=f.nullable, metadata=metadata)
+    return pa.field(physical_name(f), arrow_type, nullable=nullable, metadata=metadata)
 
 
 def to_arrow_schema(schema: StructType, *, physical: bool = False) -> pa.Schema:

@@ -1,0 +1,123 @@
+# airflow-provider-delta: `make help` lists the targets.
+# Everything runs from the virtual environment at .venv, which the targets create and keep in step
+# with pyproject.toml. Needs only Python 3.11 (3.10+) with pip and access to the package registries.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+VENV ?= .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+UV ?= $(shell command -v uv)
+EXTRAS ?= test
+comma := ,
+STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
+
+# The Delta conformance corpus: ../shared/conformance beside the repository unless set.
+DELTA_CONFORMANCE ?= $(abspath $(CURDIR)/../shared/conformance)
+export DELTA_CONFORMANCE
+
+# The default test run: everything except tests that need Spark, a real Airflow, or a long time.
+PYTEST_MARKERS ?= not slow and not spark and not integration and not system
+PYTEST_ARGS ?=
+
+DEMO_TABLE ?= peer/merge_cdf_partitioned
+DEMO_DIR := .demo
+BENCH_ARGS ?=
+
+.PHONY: help install venv test test-all lint format typecheck layers pytest bench demo clean
+
+help: ## show this help
+	@echo "Usage: make <target>   (first run creates $(VENV) and installs everything)"
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-10s %s\n", $$1, $$2}'
+
+# ---------------------------------------------------------------------------- environment
+$(PY):
+	@test -n "$(PYTHON)" || { echo "error: python3.11 not found on PATH (set PYTHON=/path/to/python3)"; exit 1; }
+	@echo "==> creating $(VENV) with $(PYTHON)"
+	@rm -rf $(VENV)
+	@if [ -n "$(UV)" ]; then "$(UV)" venv --quiet --python "$(PYTHON)" $(VENV); \
+	 else "$(PYTHON)" -m venv $(VENV); fi
+
+# Reinstalled whenever pyproject.toml changes. uv is used when on PATH, else installed into the venv.
+$(STAMP): pyproject.toml | $(PY)
+	@echo "==> installing airflow-provider-delta[$(EXTRAS)] into $(VENV)"
+	@uv="$(UV)"; \
+	 if [ -z "$$uv" ]; then \
+	   uv=$(BIN)/uv; \
+	   if [ ! -x "$$uv" ]; then \
+	     $(PY) -m pip --version >/dev/null 2>&1 || $(PY) -m ensurepip --upgrade >/dev/null; \
+	     $(PY) -m pip install --quiet --disable-pip-version-check uv; \
+	   fi; \
+	 fi; \
+	 "$$uv" pip install --quiet --python $(PY) --compile-bytecode -e ".[$(EXTRAS)]"
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+install: $(STAMP) ## create .venv and install the package with its test tools (EXTRAS=test,spark,airflow for more)
+
+venv: install
+
+# ---------------------------------------------------------------------------- checks
+lint: $(STAMP) ## ruff check
+	@echo "==> ruff check"
+	@$(BIN)/ruff check .
+
+format: $(STAMP) ## ruff format + ruff check --fix
+	@$(BIN)/ruff format .
+	@$(BIN)/ruff check --fix .
+
+typecheck: $(STAMP) ## mypy (strict on core/)
+	@echo "==> mypy airflow_provider_delta"
+	@$(BIN)/mypy airflow_provider_delta
+
+layers: $(STAMP) ## import-layer contracts (core/ never imports pyspark or airflow)
+	@echo "==> lint-imports"
+	@$(BIN)/lint-imports --no-cache
+
+pytest: $(STAMP)
+	@echo "==> pytest -m \"$(PYTEST_MARKERS)\" (conformance corpus: $(DELTA_CONFORMANCE))"
+	@$(BIN)/pytest -m "$(PYTEST_MARKERS)" $(PYTEST_ARGS)
+
+test: ## lint, typecheck, layer check, then the default tests (incl. the full conformance suite)
+	@$(MAKE) lint
+	@$(MAKE) typecheck
+	@$(MAKE) layers
+	@$(MAKE) pytest
+
+test-all: ## as `test`, with every marker (slow, spark, integration, system)
+	@$(MAKE) test PYTEST_MARKERS=""
+
+# ---------------------------------------------------------------------------- demo, bench
+demo: $(STAMP) ## show the engine on a real Delta table (copied from the conformance corpus into .demo/)
+	@test -f "$(DELTA_CONFORMANCE)/MANIFEST.json" || { \
+	  echo "error: conformance corpus not found at $(DELTA_CONFORMANCE)"; \
+	  echo "       place it at ../shared/conformance or set DELTA_CONFORMANCE=/path/to/conformance"; exit 1; }
+	@rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
+	@cp -R "$(DELTA_CONFORMANCE)/tables/$(DEMO_TABLE)" $(DEMO_DIR)/table
+	@echo "Demo table: $(DEMO_TABLE) (written by delta-rs), copied to $(DEMO_DIR)/table"
+	$(call demo_step,describe $(DEMO_DIR)/table)
+	$(call demo_step,history $(DEMO_DIR)/table)
+	$(call demo_step,files $(DEMO_DIR)/table)
+	$(call demo_step,version $(DEMO_DIR)/table)
+	$(call demo_step,head $(DEMO_DIR)/table -n 5)
+	$(call demo_step,head $(DEMO_DIR)/table --columns id$(comma)name$(comma)value$(comma)part --filter "id < 5")
+	@echo; echo "# Time travel: version 1, before the UPDATE of rows with id < 5, the DELETE and the last WRITE"
+	$(call demo_step,version $(DEMO_DIR)/table --version 1 --json)
+	$(call demo_step,files $(DEMO_DIR)/table --version 1)
+	$(call demo_step,head $(DEMO_DIR)/table --version 1 --columns id$(comma)name$(comma)value$(comma)part --filter "id < 5")
+
+define demo_step
+	@echo; echo '$$ delta-log $(1)'
+	@$(BIN)/delta-log $(1)
+endef
+
+bench: $(STAMP) ## read-path benchmark against delta-rs (BENCH_ARGS="--quick" for a short run)
+	@$(PY) -m benchmarks.bench_read $(BENCH_ARGS)
+
+clean: ## remove .venv, caches and demo output
+	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info
+	find . -name __pycache__ -type d -prune -exec rm -rf {} +

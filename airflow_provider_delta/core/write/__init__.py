@@ -1,0 +1,3 @@
+"""The write side's data plane: Arrow in, Parquet data files and their ``add`` actions out."""
+
+from __future__ import annotations
