@@ -176,11 +176,13 @@ class DeltaTable:
 
     def _after(self, version: int | None) -> int | None:
         if version is not None:
-            self._snapshot = load_snapshot(self.storage, self.location, version)
+            self._snapshot = self._snapshot.advance(version)
         return version
 
     def _latest(self) -> Snapshot:
-        return load_snapshot(self.storage, self.location)
+        # Writes start from the newest version; advancing replays only the commits since ours.
+        self._snapshot = self._snapshot.advance()
+        return self._snapshot
 
     def append(
         self,

@@ -158,10 +158,8 @@ def _values(data_type: DataType) -> st.SearchStrategy[Any]:
     if isinstance(data_type, TimestampNtzType):
         return st.datetimes()
     if isinstance(data_type, DecimalType):
-        bound = (
-            decimal.Decimal(10) ** (data_type.precision - data_type.scale)
-            - decimal.Decimal(10) ** -data_type.scale
-        )
+        # Built from text: Decimal arithmetic would round to the context's 28 digits.
+        bound = decimal.Decimal(f"{10**data_type.precision - 1}E-{data_type.scale}")
         return st.decimals(min_value=-bound, max_value=bound, places=data_type.scale, allow_nan=False)
     if isinstance(data_type, NullType):
         return st.none()

@@ -213,7 +213,7 @@ def segment_from_listing(listing: LogListing, version: int | None, *, location: 
     missing = [v for v in range(first, target + 1) if v not in listing.commits]
     if missing:
         earliest = listing.earliest_recoverable_version()
-        if checkpoint is None and (0 in missing) and target not in missing and earliest is not None:
+        if earliest is not None and target < earliest:
             raise VersionNotFoundError(
                 f"Cannot load version {target} of table {location!r}: its commits were cleaned up; the "
                 f"earliest recoverable version is {earliest}",
