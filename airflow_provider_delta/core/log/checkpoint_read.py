@@ -61,46 +61,69 @@ _REMOVE_FIELDS = {
 }
 
 
-def _column_values(arr: pa.Array) -> list[Any]:
+def _map_values(arr: pa.MapArray) -> list[Any]:
+    """A map column as dicts, built from its flattened keys and items; equal maps share one dict."""
+    keys = arr.keys.to_pylist()
+    items = arr.items.to_pylist()
+    offsets = arr.offsets.to_pylist()
+    valid = arr.is_valid().to_pylist() if arr.null_count else None
+    interned: dict[tuple[Any, ...], dict[Any, Any]] = {}
+    out: list[Any] = []
+    for i in range(len(arr)):
+        if valid is not None and not valid[i]:
+            out.append(None)
+            continue
+        lo, hi = offsets[i], offsets[i + 1]
+        pairs = tuple(zip(keys[lo:hi], items[lo:hi], strict=True))
+        d = interned.get(pairs)
+        if d is None:
+            d = interned[pairs] = dict(pairs)
+        out.append(d)
+    return out
+
+
+def _column_values(arr: pa.Array | None, length: int) -> list[Any]:
+    if arr is None or arr.null_count == length:
+        return [None] * length
     if pa.types.is_map(arr.type):
-        return [dict(v) if v is not None else None for v in arr.to_pylist()]
+        return _map_values(arr)
     return arr.to_pylist()
 
 
-def _struct_rows(column: pa.ChunkedArray, fields: dict[str, str]) -> list[dict[str, Any]]:
-    """The non-null rows of a struct column as kwargs dicts, converted column by column."""
+def _struct_columns(column: pa.ChunkedArray, fields: tuple[str, ...]) -> list[list[Any]]:
+    """The non-null rows of a struct column, one Python list per wanted field (in ``fields`` order)."""
     arr = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
     if arr.null_count:
         arr = arr.filter(pc.is_valid(arr))
-    if len(arr) == 0:
-        return []
-    names = [f.name for f in arr.type]
-    wanted = [(n, fields[n]) for n in names if n in fields]
-    columns = [_column_values(arr.field(arr.type.get_field_index(n))) for n, _ in wanted]
-    keys = [k for _, k in wanted]
-    return [dict(zip(keys, row, strict=True)) for row in zip(*columns, strict=True)]
+    n = len(arr)
+    if n == 0:
+        return [[] for _ in fields]
+    present = {f.name for f in arr.type}
+    flat = {name: arr.field(name) for name in fields if name in present}
+    return [_column_values(flat.get(name), n) for name in fields]
+
+
+_ADD_ORDER = tuple(_ADD_FIELDS)
+_WANTED_SUBFIELDS = {"add": tuple(_ADD_FIELDS), "remove": tuple(_REMOVE_FIELDS)}
+_REMOVE_ORDER = tuple(_REMOVE_FIELDS)
 
 
 def _adds_from_column(column: pa.ChunkedArray) -> list[AddFile]:
-    out = []
-    for kw in _struct_rows(column, _ADD_FIELDS):
-        if kw.get("partition_values") is None:
-            kw["partition_values"] = {}
-        if kw.get("data_change") is None:
-            kw["data_change"] = False
-        kw.setdefault("size", 0)
-        kw.setdefault("modification_time", 0)
-        out.append(AddFile(**kw))
-    return out
+    cols = _struct_columns(column, _ADD_ORDER)
+    # Positional order of AddFile's fields equals _ADD_FIELDS' order.
+    pv, size, mtime, dc = cols[1], cols[2], cols[3], cols[4]
+    empty: dict[str, str | None] = {}
+    cols[1] = [v if v is not None else empty for v in pv]
+    cols[2] = [v or 0 for v in size]
+    cols[3] = [v or 0 for v in mtime]
+    cols[4] = [bool(v) for v in dc]
+    return list(map(AddFile, *cols))
 
 
 def _removes_from_column(column: pa.ChunkedArray) -> list[RemoveFile]:
-    out = []
-    for kw in _struct_rows(column, _REMOVE_FIELDS):
-        if kw.get("data_change") is None:
-            kw["data_change"] = False
-        out.append(RemoveFile(**kw))
-    return out
+    cols = _struct_columns(column, _REMOVE_ORDER)
+    cols[2] = [bool(v) for v in cols[2]]
+    return list(map(RemoveFile, *cols))
 
 
 def _to_json_like(value: Any) -> Any:
@@ -122,8 +145,20 @@ def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) 
     except (OSError, pa.ArrowInvalid) as err:
         raise LogCorruptedError(f"Cannot read checkpoint file {relative_path!r}: {err}",
                                 path=relative_path) from err
-    present = set(pf.schema_arrow.names)
-    return pf.read(columns=[c for c in columns if c in present])
+    schema = pf.schema_arrow
+    wanted: list[str] = []
+    for name in columns:
+        if name not in schema.names:
+            continue
+        subfields = _WANTED_SUBFIELDS.get(name)
+        typ = schema.field(name).type
+        if subfields is None or not pa.types.is_struct(typ):
+            wanted.append(name)
+            continue
+        # Skip what replay never uses (stats_parsed, partitionValues_parsed): often most of the bytes.
+        present = {f.name for f in typ}
+        wanted += [f"{name}.{sub}" for sub in subfields if sub in present]
+    return pf.read(columns=wanted)
 
 
 def _apply_parquet(state: ReplayState, table: pa.Table, version: int) -> list[Sidecar]:

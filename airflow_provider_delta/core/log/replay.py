@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import orjson
 
@@ -21,6 +22,7 @@ from airflow_provider_delta.core.actions import (
     Protocol,
     RemoveFile,
     SetTransaction,
+    dv_unique_id,
 )
 from airflow_provider_delta.core.log.checkpoint_read import apply_checkpoint
 from airflow_provider_delta.exceptions import LogCorruptedError
@@ -89,7 +91,8 @@ class ReplayState:
         files = self.files
         tombstones = self.tombstones
         for add in adds:
-            key = add.key
+            path, dv = add.path, add.deletion_vector
+            key = (unquote(path) if "%" in path else path, dv_unique_id(dv) if dv else None)
             files[key] = add
             if tombstones:
                 tombstones.pop(key, None)

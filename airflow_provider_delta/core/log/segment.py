@@ -258,6 +258,9 @@ def latest_version(storage: Storage, *, location: str = "") -> int:
         checkpoint = _checkpoint_from_hint(storage, hint)
         if checkpoint is not None and all(storage.exists(f.path) for f in checkpoint.files):
             return _gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+    if storage.exists(commit_path(0)):
+        # No usable hint: versions are contiguous from 0, so probing still beats listing the log.
+        return _gallop_latest(storage, 0)
     listing = list_log(storage)
     latest = listing.latest_version
     if latest is None:

@@ -17,7 +17,13 @@ from airflow_provider_delta.core.schema.arrow import (
     to_arrow_schema,
     to_arrow_type,
 )
-from airflow_provider_delta.core.schema.conform import conform_array, conform_batch, conform_table, null_table
+from airflow_provider_delta.core.schema.conform import (
+    conform_array,
+    conform_batch,
+    conform_table,
+    matching_file_columns,
+    null_table,
+)
 from airflow_provider_delta.core.schema.mapping import (
     COLUMN_ID_KEY,
     COLUMN_MAPPING_MAX_ID_KEY,
@@ -99,6 +105,7 @@ __all__ = [
     "from_arrow_schema",
     "from_arrow_type",
     "logical_to_physical_paths",
+    "matching_file_columns",
     "max_column_id",
     "null_table",
     "parse_data_type",

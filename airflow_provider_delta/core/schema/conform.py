@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.schema.arrow import PARQUET_FIELD_ID_KEY, to_arrow_schema
+from airflow_provider_delta.core.schema.arrow import PARQUET_FIELD_ID_KEY, to_arrow_schema, to_arrow_type
 from airflow_provider_delta.core.schema.mapping import ColumnMappingMode, field_id, physical_name
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
@@ -130,7 +130,7 @@ def conform_table(table: pa.Table, schema: StructType, *, mode: ColumnMappingMod
     _check_mode(mode)
     target = to_arrow_schema(schema)
     if len(schema) == 0:
-        return table.select([])
+        return table.select([])  # (replace_schema_metadata would drop the row count here)
     matcher = _FieldMatcher(list(table.schema), mode)
     columns: list[pa.ChunkedArray] = []
     for f, target_field in zip(schema.fields, target, strict=True):
@@ -167,6 +167,27 @@ def conform_batch(batch: pa.RecordBatch, schema: StructType, *, mode: ColumnMapp
     return pa.RecordBatch.from_arrays(arrays, schema=target)
 
 
+def matching_file_columns(
+    file_schema: pa.Schema, schema: StructType, *, mode: ColumnMappingMode
+) -> list[str]:
+    """Return the names of the file's top-level columns that :func:`conform_table` would use.
+
+    Pass them as ``columns=`` to the Parquet reader to read only what the (possibly projected) schema
+    needs; ``pq.ParquetFile(path).schema_arrow`` gives ``file_schema`` with its field ids.
+
+    Example:
+        >>> import pyarrow as pa
+        >>> from airflow_provider_delta.core.schema.types import LongType, StructField, StructType
+        >>> file_schema = pa.schema([("x", pa.int64()), ("ID", pa.int64())])
+        >>> matching_file_columns(file_schema, StructType((StructField("id", LongType()),)), mode="none")
+        ['ID']
+    """
+    _check_mode(mode)
+    matcher = _FieldMatcher(list(file_schema), mode)
+    indices = sorted({i for f in schema.fields if (i := matcher.find(f)) is not None})
+    return [file_schema.field(i).name for i in indices]
+
+
 def conform_array(
     array: pa.Array | pa.ChunkedArray, data_type: DataType, *, mode: ColumnMappingMode
 ) -> pa.Array | pa.ChunkedArray:
@@ -176,7 +197,7 @@ def conform_array(
         SchemaMismatchError: if the data cannot be converted.
     """
     _check_mode(mode)
-    target = to_arrow_schema(StructType((StructField("value", data_type),))).field(0).type
+    target = to_arrow_type(data_type)
     if isinstance(array, pa.ChunkedArray):
         chunks = [_conform_array(c, data_type, target, mode, ()) for c in array.chunks]
         return pa.chunked_array(chunks, type=target)
@@ -337,5 +358,6 @@ __all__ = [
     "conform_array",
     "conform_batch",
     "conform_table",
+    "matching_file_columns",
     "null_table",
 ]
