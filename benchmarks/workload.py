@@ -337,3 +337,72 @@ def ensure_table(spec: WorkloadSpec, root: Path = DATA_DIR) -> tuple[Path, dict[
 def expected_active_files(manifest: dict[str, Any], version: int) -> int:
     counts: list[int] = manifest["active_files"]
     return counts[version]
+
+
+# -- continuing a table past its last version (write-side benchmarks) ----------------------------------
+
+
+@dataclass(frozen=True)
+class ExtraCommit:
+    """One commit after a generated table's last version, continuing the same workload."""
+
+    version: int
+    payload: bytes
+    timestamp_ms: int
+    active_files: int  # active files once this commit is applied
+
+
+def continuation_commits(spec: WorkloadSpec, count: int) -> list[ExtraCommit]:
+    """Commits ``spec.num_commits .. spec.num_commits + count - 1`` as the generator would write them.
+
+    Replays the generator's RNG stream in memory (no I/O; ~2.5 s for 10,000 commits), so the commits
+    continue the table exactly: same paths, stats and commitInfo, and every ``remove_every``-th version
+    removes files that are active at that point. The cached table is not touched.
+    """
+    rng = random.Random(f"airflow-provider-delta-bench-{spec.seed}")
+    active: list[_Active] = []
+    for version in range(spec.num_commits):
+        _commit(spec, version, rng, active)
+    out = []
+    for version in range(spec.num_commits, spec.num_commits + count):
+        payload, ts = _commit(spec, version, rng, active)
+        out.append(ExtraCommit(version, payload, ts, len(active)))
+    return out
+
+
+def write_commit_file(log_dir: Path, commit: ExtraCommit) -> Path:
+    """Write ``commit`` as ``<log_dir>/<version>.json`` (failing if it exists), mtime = its timestamp."""
+    p = log_dir / f"{commit.version:020d}.json"
+    with open(p, "xb") as f:
+        f.write(commit.payload)
+    ns = commit.timestamp_ms * 1_000_000
+    os.utime(p, ns=(ns, ns))
+    return p
+
+
+#: The partition the write benchmarks append to: outside every generated commit's dates, so a
+#: partition-filtered read touches only the appended file (the synthetic tables have no data files).
+APPEND_DATE = dt.date(2030, 1, 1)
+APPEND_COUNTRY = "FR"
+
+
+def small_append_batch(rows: int = 10) -> Any:
+    """A ``pyarrow.Table`` of ``rows`` rows matching :data:`SCHEMA_STRING`, all in one partition.
+
+    Timestamps are ``timestamp[us, UTC]`` (Delta ``timestamp``); the partition is
+    (:data:`APPEND_DATE`, :data:`APPEND_COUNTRY`).
+    """
+    import pyarrow as pa  # lazily: table generation does not need it
+
+    base = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
+    return pa.table(
+        {
+            "id": pa.array(range(rows), pa.int64()),
+            "amount": pa.array([i * 1.25 for i in range(rows)], pa.float64()),
+            "name": pa.array([f"N{i:05d}" for i in range(rows)], pa.string()),
+            "ts": pa.array([base + dt.timedelta(seconds=i) for i in range(rows)], pa.timestamp("us", tz="UTC")),
+            "flag": pa.array([i % 2 == 0 for i in range(rows)], pa.bool_()),
+            "date": pa.array([APPEND_DATE] * rows, pa.date32()),
+            "country": pa.array([APPEND_COUNTRY] * rows, pa.string()),
+        }
+    )

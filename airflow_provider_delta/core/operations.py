@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from airflow_provider_delta.core.actions import AddFile, CommitInfo, Metadata, action_to_dict
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.properties import minimal_protocol, required_features, validate_properties
+from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.core.transaction import ENGINE_INFO, Transaction
 from airflow_provider_delta.exceptions import (
     DeltaError,
@@ -98,6 +99,7 @@ def create_table(
         struct, max_id = assign_column_mapping(struct, 1)
         configuration["delta.columnMapping.maxColumnId"] = str(max_id)
     protocol = minimal_protocol(required_features(struct, configuration))
+    check_writable(protocol, location=location)
     metadata = Metadata(
         id=str(uuid.uuid4()),
         schema_string=struct.to_json(),
@@ -172,9 +174,10 @@ def check_constraints(snapshot: Snapshot, data: pa.Table, configuration: Mapping
 
 def write_files(snapshot: Snapshot, data: pa.Table, *, data_change: bool = True) -> list[AddFile]:
     """Write ``data`` (logical columns) as data files of the snapshot's table."""
-    from airflow_provider_delta.core.write.files import write_data_files
+    from airflow_provider_delta.core.write.files import conform_to_table, write_data_files
 
     _check_schema_writable(snapshot)
+    data = conform_to_table(data, snapshot.schema)
     check_constraints(snapshot, data)
     return write_data_files(
         data,
@@ -198,7 +201,20 @@ def _bound(snapshot: Snapshot, predicate: Any) -> Any:
     from airflow_provider_delta.core.expressions import bind, parse_filter
     from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 
-    return bind(parse_filter(predicate), to_arrow_schema(snapshot.schema))
+    bound = bind(parse_filter(predicate), to_arrow_schema(snapshot.schema))
+    require_boolean(bound, predicate)
+    return bound
+
+
+def require_boolean(bound: Any, text: Any) -> None:
+    """Raise unless a bound predicate yields booleans (``delete("id")`` is a mistake, not a filter)."""
+    from airflow_provider_delta.core.expressions import _type_of
+
+    result_type = _type_of(bound)
+    if result_type is not None and not pa.types.is_boolean(result_type) and not pa.types.is_null(result_type):
+        raise PredicateError(
+            f"Cannot use {_predicate_text(text)!r} as a predicate: it yields {result_type}, expected boolean"
+        )
 
 
 def _predicate_text(predicate: Any) -> str:
@@ -247,6 +263,22 @@ def _rows_matching(predicate: Any, rows: pa.Table) -> pa.BooleanArray:
     return pc.fill_null(result, False)
 
 
+def _partition_matches(snapshot: Snapshot, predicate: Any, add: AddFile) -> bool:
+    """Evaluate a partition-only predicate exactly on one file's partition values (errors propagate)."""
+    from airflow_provider_delta.core.partitions import partition_column
+    from airflow_provider_delta.core.schema.arrow import to_arrow_type
+    from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
+
+    mode = column_mapping_mode(snapshot.configuration)
+    lowered = {c.lower() for c in snapshot.partition_columns}
+    columns = {}
+    for f in snapshot.schema:
+        if f.name.lower() in lowered:
+            key = physical_name(f) if mode != "none" else f.name
+            columns[f.name] = partition_column(add.partition_values.get(key), to_arrow_type(f.type), 1, column=f.name)
+    return bool(_rows_matching(predicate, pa.table(columns))[0].as_py())
+
+
 def _rewrite_without(
     txn: Transaction, snapshot: Snapshot, predicate: Any, files: Sequence[AddFile]
 ) -> dict[str, int]:
@@ -257,10 +289,11 @@ def _rewrite_without(
     partition_only = predicate is None or is_partition_only(predicate, snapshot.partition_columns)
     for add in files:
         if partition_only:
-            rows_in_file = add.num_records
+            if predicate is not None and not _partition_matches(snapshot, predicate, add):
+                continue
             txn.remove(add)
             removed += 1
-            deleted += rows_in_file or 0
+            deleted += add.num_records or 0
             continue
         rows = read_file_rows(snapshot, add)
         mask = _rows_matching(predicate, rows)
@@ -321,7 +354,7 @@ def overwrite(
         metrics = {"numRemovedFiles": len(files)}
     else:
         bound = _bound(snapshot, predicate)
-        params["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
+        txn.operation_parameters["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
         if data.num_rows:
             from airflow_provider_delta.core.write.files import conform_to_table
 
@@ -378,15 +411,18 @@ def update(
         hits = pc.sum(pc.cast(mask, pa.int64())).as_py() or 0
         if hits == 0:
             continue
+        # Every right-hand side sees the row as it was before the update (SET a = b, b = a swaps).
+        new_values = {}
         for name, expr in assignments.items():
-            idx = rows.schema.get_field_index(name)
-            target_type = rows.schema.field(idx).type
+            target_type = rows.schema.field(name).type
             try:
-                new = pc.cast(evaluate(expr, rows), target_type)
+                new_values[name] = pc.cast(evaluate(expr, rows), target_type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
                 raise SchemaMismatchError(
                     f"Cannot update column {name!r}: the value {str(expr)!r} does not fit type {target_type} ({err})"
                 ) from err
+        for name, new in new_values.items():
+            idx = rows.schema.get_field_index(name)
             rows = rows.set_column(idx, rows.schema.field(idx), pc.if_else(mask, new, rows.column(idx)))
         new_files = write_files(snapshot, rows)
         txn.remove(add)

@@ -128,6 +128,19 @@ def validate_properties(properties: Mapping[str, str]) -> dict[str, str]:
         value = str(raw).lower() if isinstance(raw, bool) else str(raw)
         if key.lower().startswith("delta."):
             if key.startswith("delta.feature."):
+                from airflow_provider_delta.core.protocol import (
+                    SUPPORTED_READER_FEATURES,
+                    SUPPORTED_WRITER_FEATURES,
+                )
+
+                feature = key[len("delta.feature."):]
+                known = SUPPORTED_READER_FEATURES | SUPPORTED_WRITER_FEATURES
+                if feature not in known:
+                    raise InvalidPropertyError(
+                        f"Cannot set table property {key!r}: unknown or unsupported table feature {feature!r} "
+                        f"(supported: {', '.join(sorted(known))})",
+                        key=key,
+                    )
                 if value.lower() not in _FEATURE_VALUES:
                     raise InvalidPropertyError(
                         f"Cannot set table property {key!r} to {value!r}: expected 'supported'", key=key
@@ -183,6 +196,10 @@ def required_features(schema: StructType, configuration: Mapping[str, str]) -> s
         features.add("v2Checkpoint")
     if any(k.startswith("delta.constraints.") for k in configuration):
         features.add("checkConstraints")
+    if is_enabled(configuration, "delta.enableTypeWidening"):
+        features.add("typeWidening")
+    if is_enabled(configuration, "delta.enableRowTracking"):
+        features.add("rowTracking")
     if _needs_timestamp_ntz(schema):
         features.add("timestampNtz")
     return features
@@ -222,3 +239,24 @@ def minimal_protocol(features: Iterable[str], *, base: Protocol | None = None) -
     if reader_needed - {"columnMapping"} or (base is not None and base.min_reader_version >= 3):
         return Protocol(3, 7, frozenset(reader_needed), writer_set)
     return Protocol(2 if "columnMapping" in wanted else 1, 7, None, writer_set)
+
+
+def protocol_for_metadata(
+    protocol: Protocol, schema: StructType, configuration: Mapping[str, str], previous: Mapping[str, str]
+) -> Protocol | None:
+    """The upgraded protocol a metadata change needs, or None when ``protocol`` already suffices.
+
+    Only properties whose value changed are validated: a table may carry ``delta.*`` keys written by
+    newer engines that this one does not know.
+
+    Raises:
+        InvalidPropertyError: a changed ``delta.*`` property is unknown or invalid.
+    """
+    from airflow_provider_delta.core.protocol import reader_features, writer_features
+
+    validate_properties({k: v for k, v in configuration.items() if previous.get(k) != v})
+    needed = required_features(schema, configuration)
+    have = set(writer_features(protocol)) | set(reader_features(protocol))
+    if needed <= have:
+        return None
+    return minimal_protocol(needed, base=protocol)

@@ -100,8 +100,10 @@ def plan_scan(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filte
     needed = set(selected)
     if filter is not None:
         from airflow_provider_delta.core.expressions import bind, parse_filter, referenced_columns
+        from airflow_provider_delta.core.operations import require_boolean
 
         predicate = bind(parse_filter(filter), logical_arrow)
+        require_boolean(predicate, filter)
         needed |= {path[0] for path in referenced_columns(predicate)}
     part_names = {c.lower() for c in snapshot.partition_columns}
     partition_fields = tuple(f for f in schema if f.name.lower() in part_names)
@@ -177,7 +179,8 @@ def _read_file(snapshot: Snapshot, add: AddFile, plan: ScanPlan, mode: ColumnMap
     storage = snapshot.storage
     path = storage.resolve(add.path)
     try:
-        pf = pq.ParquetFile(path, filesystem=storage.arrow_filesystem())
+        # INT96 timestamps as microseconds: the nanosecond default overflows outside 1677-2262.
+        pf = pq.ParquetFile(path, filesystem=storage.arrow_filesystem(), coerce_int96_timestamp_unit="us")
         table = pf.read(columns=_file_columns(pf, plan.data_schema, mode)) if len(plan.data_schema) else None
         num_rows = pf.metadata.num_rows
     except FileNotFoundError:

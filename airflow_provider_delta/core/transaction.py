@@ -210,7 +210,25 @@ class Transaction:
             return "SnapshotIsolation"
         return self.isolation_level
 
+    def _check_metadata(self) -> None:
+        """Validate a staged metadata change and upgrade the protocol its properties need."""
+        if self._metadata is None:
+            return
+        from airflow_provider_delta.core.operations import check_cdf_columns
+        from airflow_provider_delta.core.properties import protocol_for_metadata
+        from airflow_provider_delta.core.schema.types import schema_from_json
+
+        schema = schema_from_json(self._metadata.schema_string)
+        check_cdf_columns(schema, self._metadata.configuration)
+        upgraded = protocol_for_metadata(
+            self._protocol or self.snapshot.protocol, schema, self._metadata.configuration,
+            self.snapshot.configuration,
+        )
+        if upgraded is not None:
+            self._protocol = upgraded
+
     def _check_writable(self) -> None:
+        self._check_metadata()
         protocol = self._protocol or self.snapshot.protocol
         check_writable(protocol, location=self.snapshot.location, version=self.read_version)
         metadata = self._metadata or self.snapshot.metadata

@@ -336,8 +336,12 @@ def _write_last_checkpoint(storage: Storage, info: CheckpointInfo) -> None:
     hint = read_last_checkpoint(storage)
     if hint is not None and int(hint["version"]) > info.version:
         return  # never point readers back to an older checkpoint
-    body = {"version": info.version, "size": info.size, "sizeInBytes": info.size_in_bytes,
-            "numOfAddFiles": info.num_add_files}
+    body = {
+        "version": info.version,
+        "size": info.size,
+        "sizeInBytes": info.size_in_bytes,
+        "numOfAddFiles": info.num_add_files,
+    }
     storage.write(LAST_CHECKPOINT, orjson.dumps(body))
 
 

@@ -32,30 +32,42 @@ from airflow_provider_delta.core.properties import InvalidPropertyError
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-SCHEMA = pa.schema([
-    pa.field("id", pa.int64(), nullable=False),
-    ("small", pa.int32()),
-    ("amount", pa.decimal128(5, 2)),
-    ("p", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.int64(), nullable=False),
+        ("small", pa.int32()),
+        ("amount", pa.decimal128(5, 2)),
+        ("p", pa.string()),
+    ]
+)
 
 
 def _rows(**columns: list[Any]) -> pa.Table:
     n = len(next(iter(columns.values())))
-    full = {"id": list(range(100, 100 + n)), "small": [1] * n, "amount": [Decimal("1.00")] * n, "p": ["a"] * n}
+    full = {
+        "id": list(range(100, 100 + n)),
+        "small": [1] * n,
+        "amount": [Decimal("1.00")] * n,
+        "p": ["a"] * n,
+    }
     full.update(columns)
     return pa.Table.from_pydict(full, schema=SCHEMA)
 
 
 @pytest.fixture
 def table(tmp_path) -> DeltaTable:
-    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA, partition_by=["p"],
-                          properties={"delta.constraints.small_positive": "small > 0"})
-    t.append(pa.Table.from_pydict(
-        {"id": [1, 2, 3], "small": [1, 2, None], "amount": [Decimal("1.50"), None, Decimal("3.00")],
-         "p": ["a", "b", None]},
-        schema=SCHEMA,
-    ))
+    t = DeltaTable.create(str(tmp_path / "t"), SCHEMA, partition_by=["p"])
+    t.append(
+        pa.Table.from_pydict(
+            {
+                "id": [1, 2, 3],
+                "small": [1, 2, None],
+                "amount": [Decimal("1.50"), None, Decimal("3.00")],
+                "p": ["a", "b", None],
+            },
+            schema=SCHEMA,
+        )
+    )
     return t
 
 
@@ -84,21 +96,47 @@ def _fails(table: DeltaTable, call: Callable[[DeltaTable], Any], error: type[Exc
 @pytest.mark.parametrize(
     ("data", "error", "match"),
     [
-        pytest.param(pa.table({"id": ["x"], "p": ["a"]}), SchemaMismatchError, r"'id'.*string.*expected long",
-                     id="wrong-type"),
-        pytest.param(pa.table({"id": pa.array([1], pa.int64()), "extra": [1]}), SchemaMismatchError,
-                     r"'extra' is not in the table schema", id="unknown-column"),
-        pytest.param(pa.table({"small": pa.array([1], pa.int32())}), SchemaMismatchError,
-                     r"'id' is missing and not nullable", id="missing-required-column"),
-        pytest.param(pa.table({"id": pa.array([None], pa.int64())}), SchemaMismatchError,
-                     r"'id' is not nullable but has 1 null", id="null-in-not-null-column"),
-        pytest.param(pa.table({"id": pa.array([1], pa.int64()), "small": pa.array([2**40], pa.int64())}),
-                     SchemaMismatchError, r"'small' cannot be cast to integer", id="integer-overflow"),
-        pytest.param(pa.table({"id": pa.array([1], pa.int64()),
-                               "amount": pa.array([Decimal("12345.67")], pa.decimal128(7, 2))}),
-                     SchemaMismatchError, r"'amount' cannot be cast to decimal\(5,2\)", id="decimal-overflow"),
-        pytest.param(pa.table({"id": pa.array([1], pa.int64()), "small": pa.array([-1], pa.int32())}),
-                     SchemaMismatchError, r"CHECK constraint 'small_positive'", id="check-constraint"),
+        pytest.param(
+            pa.table({"id": ["x"], "p": ["a"]}),
+            SchemaMismatchError,
+            r"'id'.*string.*expected long",
+            id="wrong-type",
+        ),
+        pytest.param(
+            pa.table({"id": pa.array([1], pa.int64()), "extra": [1]}),
+            SchemaMismatchError,
+            r"'extra' is not in the table schema",
+            id="unknown-column",
+        ),
+        pytest.param(
+            pa.table({"small": pa.array([1], pa.int32())}),
+            SchemaMismatchError,
+            r"'id' is missing and not nullable",
+            id="missing-required-column",
+        ),
+        pytest.param(
+            pa.table({"id": pa.array([None], pa.int64())}),
+            SchemaMismatchError,
+            r"'id' is not nullable but has 1 null",
+            id="null-in-not-null-column",
+        ),
+        pytest.param(
+            pa.table({"id": pa.array([1], pa.int64()), "small": pa.array([2**40], pa.int64())}),
+            SchemaMismatchError,
+            r"'small' cannot be cast to integer",
+            id="integer-overflow",
+        ),
+        pytest.param(
+            pa.table(
+                {
+                    "id": pa.array([1], pa.int64()),
+                    "amount": pa.array([Decimal("12345.67")], pa.decimal128(7, 2)),
+                }
+            ),
+            SchemaMismatchError,
+            r"'amount' cannot be cast to decimal\(5,2\)",
+            id="decimal-overflow",
+        ),
     ],
 )
 def test_append_with_wrong_schema_raises_schema_mismatch_naming_the_column(table, data, error, match):
@@ -120,8 +158,46 @@ def test_update_to_a_value_that_does_not_fit_the_column_raises_schema_mismatch(t
     _fails(table, lambda t: t.update("id = 1", {"small": "'abc'"}), SchemaMismatchError, "'small'")
 
 
-def test_update_that_violates_a_check_constraint_raises_and_changes_nothing(table):
-    _fails(table, lambda t: t.update("id = 1", {"small": "-5"}), SchemaMismatchError, "small_positive")
+@pytest.fixture
+def constrained(tmp_path) -> DeltaTable:
+    t = DeltaTable.create(
+        str(tmp_path / "c"),
+        SCHEMA,
+        partition_by=["p"],
+        properties={"delta.constraints.small_positive": "small > 0"},
+    )
+    t.append(_rows(id=[1, 2], small=[1, None]))
+    return t
+
+
+def test_append_that_violates_a_check_constraint_raises_naming_it(constrained):
+    _fails(
+        constrained,
+        lambda t: t.append(_rows(small=[5, -1])),
+        SchemaMismatchError,
+        r"1 row\(s\) violate CHECK constraint 'small_positive' \(small > 0\)",
+    )
+
+
+def test_update_that_violates_a_check_constraint_raises_and_changes_nothing(constrained):
+    _fails(constrained, lambda t: t.update("id = 1", {"small": "-5"}), SchemaMismatchError, "small_positive")
+
+
+def test_wrong_type_on_a_table_with_check_constraints_is_still_a_schema_mismatch(constrained):
+    _fails(
+        constrained, lambda t: t.append(pa.table({"id": ["x"], "small": ["y"]})), SchemaMismatchError, "'id'"
+    )
+
+
+def test_append_without_a_nullable_column_a_check_constraint_reads_passes_the_check(constrained):
+    # The missing column is null-filled; NULL does not violate a CHECK constraint (SQL semantics).
+    assert constrained.append(pa.table({"id": pa.array([9], pa.int64()), "p": ["a"]})) == 2
+    assert DeltaTable(constrained.location).to_arrow(filter="id = 9")["small"].to_pylist() == [None]
+
+
+def test_check_constraint_sees_columns_matched_case_insensitively(constrained):
+    data = pa.table({"ID": pa.array([9], pa.int64()), "SMALL": pa.array([3], pa.int32())})
+    assert constrained.append(data) == 2
 
 
 # -- predicates -----------------------------------------------------------------------------------
@@ -137,9 +213,14 @@ OPERATIONS: dict[str, Callable[[DeltaTable, Any], Any]] = {
 @pytest.mark.parametrize(
     ("predicate", "match"),
     [
-        pytest.param("nope = 1", r"Cannot resolve column 'nope'.*available columns id, small, amount, p",
-                     id="unknown-column"),
-        pytest.param("p = 'a' AND nested.x > 1", r"Cannot resolve column 'nested", id="unknown-nested-column"),
+        pytest.param(
+            "nope = 1",
+            r"Cannot resolve column 'nope'.*available columns id, small, amount, p",
+            id="unknown-column",
+        ),
+        pytest.param(
+            "p = 'a' AND nested.x > 1", r"Cannot resolve column 'nested", id="unknown-nested-column"
+        ),
         pytest.param([("nope", "=", 1)], r"'nope'", id="unknown-column-in-dnf"),
     ],
 )
@@ -183,8 +264,12 @@ def test_partition_predicate_that_cannot_be_evaluated_deletes_nothing(table):
 
 def test_overwrite_with_rows_outside_the_predicate_raises_schema_mismatch(table):
     data = _rows(id=[7, 8], p=["a", "b"])
-    _fails(table, lambda t: t.overwrite(data, "p = 'a'"), SchemaMismatchError,
-           r"1 row\(s\) of the new data do not match the predicate")
+    _fails(
+        table,
+        lambda t: t.overwrite(data, "p = 'a'"),
+        SchemaMismatchError,
+        r"1 row\(s\) of the new data do not match the predicate",
+    )
 
 
 def test_update_of_an_unknown_column_raises_predicate_error(table):
@@ -200,7 +285,9 @@ def test_update_without_assignments_raises(table):
 
 
 def test_append_with_app_id_but_no_version_raises(table):
-    _fails(table, lambda t: t.append(_rows(id=[9]), app_id="job"), DeltaError, "app_id and app_version together")
+    _fails(
+        table, lambda t: t.append(_rows(id=[9]), app_id="job"), DeltaError, "app_id and app_version together"
+    )
 
 
 # -- table properties -----------------------------------------------------------------------------
@@ -216,7 +303,10 @@ def test_append_with_app_id_but_no_version_raises(table):
         ({"delta.columnMapping.mode": "position"}, r"expected one of none, name, id"),
         ({"delta.isolationLevel": "ReadCommitted"}, r"'delta.isolationLevel'"),
         ({"delta.feature.columnMapping": "on"}, r"'delta.feature.columnMapping' to 'on'"),
-        ({"delta.enableChangeDataFeeds": "true"}, r"'delta.enableChangeDataFeeds': unknown delta.\* property"),
+        (
+            {"delta.enableChangeDataFeeds": "true"},
+            r"'delta.enableChangeDataFeeds': unknown delta.\* property",
+        ),
     ],
 )
 def test_invalid_property_on_create_raises_invalid_property_and_creates_nothing(tmp_path, properties, match):
@@ -234,6 +324,16 @@ def test_unknown_table_feature_on_create_is_refused(tmp_path):
     location = tmp_path / "t"
     with pytest.raises((InvalidPropertyError, UnsupportedFeatureError), match="someFutureFeature"):
         DeltaTable.create(str(location), SCHEMA, properties={"delta.feature.someFutureFeature": "supported"})
+    assert not (location / "_delta_log").exists()
+
+
+def test_enabling_row_tracking_on_create_is_refused(tmp_path):
+    # delta.enableRowTracking=true needs the rowTracking writer feature (PROTOCOL.md "Row Tracking"),
+    # which this engine cannot honour (it would have to assign baseRowId/defaultRowCommitVersion).
+    # Creating a (1, 2) table that silently ignores the property misleads every later reader.
+    location = tmp_path / "t"
+    with pytest.raises((InvalidPropertyError, UnsupportedFeatureError), match=r"(?i)row ?tracking"):
+        DeltaTable.create(str(location), SCHEMA, properties={"delta.enableRowTracking": "true"})
     assert not (location / "_delta_log").exists()
 
 
@@ -269,41 +369,86 @@ def test_enabling_a_feature_property_in_a_metadata_update_needs_a_protocol_that_
 # -- tables this engine cannot write ----------------------------------------------------------------
 
 
-def _handmade_table(location: Path, protocol: dict[str, Any], schema_fields: list[dict[str, Any]] | None = None,
-                    configuration: dict[str, str] | None = None) -> str:
+def _handmade_table(
+    location: Path,
+    protocol: dict[str, Any],
+    schema_fields: list[dict[str, Any]] | None = None,
+    configuration: dict[str, str] | None = None,
+) -> str:
     """Write version 0 by hand: commitInfo, protocol, metaData (as another engine would)."""
-    fields = schema_fields or [{"name": "id", "type": "long", "nullable": True, "metadata": {}},
-                               {"name": "p", "type": "string", "nullable": True, "metadata": {}}]
+    fields = schema_fields or [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+    ]
     log = location / "_delta_log"
     log.mkdir(parents=True)
     actions = [
-        {"commitInfo": {"timestamp": 1_700_000_000_000, "operation": "CREATE TABLE", "engineInfo": "handmade"}},
+        {
+            "commitInfo": {
+                "timestamp": 1_700_000_000_000,
+                "operation": "CREATE TABLE",
+                "engineInfo": "handmade",
+            }
+        },
         {"protocol": protocol},
-        {"metaData": {
-            "id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-            "schemaString": json.dumps({"type": "struct", "fields": fields}),
-            "partitionColumns": [], "configuration": configuration or {}, "createdTime": 1_700_000_000_000,
-        }},
+        {
+            "metaData": {
+                "id": str(uuid.uuid4()),
+                "format": {"provider": "parquet", "options": {}},
+                "schemaString": json.dumps({"type": "struct", "fields": fields}),
+                "partitionColumns": [],
+                "configuration": configuration or {},
+                "createdTime": 1_700_000_000_000,
+            }
+        },
     ]
     (log / "00000000000000000000.json").write_text("\n".join(json.dumps(a) for a in actions) + "\n")
     return str(location)
 
 
+def _upgraded_by_another_engine(location: Path, protocol: dict[str, Any]) -> DeltaTable:
+    """A table with rows whose protocol another engine then upgraded beyond what we can write."""
+    t = DeltaTable.create(str(location), pa.schema([("id", pa.int64()), ("p", pa.string())]))
+    t.append(pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["a", "b"]}))
+    actions = [
+        {"commitInfo": {"timestamp": 1_700_000_000_000, "operation": "UPGRADE PROTOCOL"}},
+        {"protocol": protocol},
+    ]
+    (location / "_delta_log" / "00000000000000000002.json").write_text(
+        "\n".join(json.dumps(a) for a in actions) + "\n"
+    )
+    return DeltaTable(str(location))
+
+
 UNWRITABLE = [
-    pytest.param({"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["rowTracking", "domainMetadata"]},
-                 "rowTracking", id="row-tracking"),
-    pytest.param({"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", "someFutureFeature"]},
-                 "someFutureFeature", id="future-writer-feature"),
+    pytest.param(
+        {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["rowTracking", "domainMetadata"]},
+        "rowTracking",
+        id="row-tracking",
+    ),
+    pytest.param(
+        {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", "someFutureFeature"]},
+        "someFutureFeature",
+        id="future-writer-feature",
+    ),
     pytest.param({"minReaderVersion": 1, "minWriterVersion": 8}, "writer version 8", id="writer-version-8"),
-    pytest.param({"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["columnMapping"],
-                  "writerFeatures": ["columnMapping", "clustering", "domainMetadata"]},
-                 "clustering", id="liquid-clustering"),
+    pytest.param(
+        {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["clustering", "domainMetadata"]},
+        "clustering",
+        id="liquid-clustering",
+    ),
 ]
 
 WRITES: dict[str, Callable[[DeltaTable], Any]] = {
-    "append": lambda t: t.append(pa.table({"id": pa.array([1], pa.int64()), "p": ["a"]})),
-    "overwrite": lambda t: t.overwrite(pa.table({"id": pa.array([1], pa.int64()), "p": ["a"]})),
-    "delete": lambda t: t.delete(),
+    "append": lambda t: t.append(pa.table({"id": pa.array([3], pa.int64()), "p": ["a"]})),
+    "idempotent-append": lambda t: t.append(pa.table({"id": pa.array([3], pa.int64())}), "job", 1),
+    "overwrite": lambda t: t.overwrite(pa.table({"id": pa.array([3], pa.int64()), "p": ["a"]})),
+    "overwrite-where": lambda t: t.overwrite(
+        pa.table({"id": pa.array([3], pa.int64()), "p": ["a"]}), "p = 'a'"
+    ),
+    "delete": lambda t: t.delete("id = 1"),
+    "delete-all": lambda t: t.delete(),
+    "update": lambda t: t.update("id = 1", {"id": "10"}),
     "transaction": lambda t: t.transaction().commit(),
 }
 
@@ -313,49 +458,76 @@ WRITES: dict[str, Callable[[DeltaTable], Any]] = {
 def test_writing_to_a_table_whose_protocol_we_cannot_write_raises_unsupported_feature(
     tmp_path, protocol, fault, write
 ):
-    location = _handmade_table(tmp_path / "t", protocol)
-    t = DeltaTable(location)  # reading is fine: no reader feature is missing
-    assert t.to_arrow().num_rows == 0
-    if write == "delete":
-        # give delete something to remove, written behind the engine's back
-        pytest.skip("an empty table has nothing to delete; covered by append/overwrite/transaction")
+    t = _upgraded_by_another_engine(tmp_path / "t", protocol)
+    assert t.to_arrow().num_rows == 2  # reading is fine: no reader feature is missing
+    before = _state(t.location)
     with pytest.raises(UnsupportedFeatureError, match=fault) as info:
         WRITES[write](t)
     assert isinstance(info.value, ProtocolError)
     assert "Cannot write to table" in str(info.value)
-    assert DeltaTable.latest_version(location) == 0
-    assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").iterdir()) == ["00000000000000000000.json"]
+    _assert_unchanged(t.location, before)
 
 
 def test_unsupported_writer_feature_error_lists_the_missing_and_supported_features(tmp_path):
-    location = _handmade_table(tmp_path / "t", {"minReaderVersion": 1, "minWriterVersion": 7,
-                                                "writerFeatures": ["rowTracking", "domainMetadata"]})
+    t = _upgraded_by_another_engine(
+        tmp_path / "t",
+        {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["rowTracking", "domainMetadata"]},
+    )
     with pytest.raises(UnsupportedFeatureError) as info:
-        DeltaTable(location).append(pa.table({"id": pa.array([1], pa.int64())}))
+        t.append(pa.table({"id": pa.array([1], pa.int64())}))
     assert info.value.features == ("rowTracking",)
     assert "columnMapping" in info.value.supported
-    assert "at version 0" in str(info.value)
+    assert "at version 2" in str(info.value)
+
+
+def test_handmade_table_with_an_unwritable_protocol_refuses_the_first_write(tmp_path):
+    location = _handmade_table(
+        tmp_path / "t",
+        {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["someFutureFeature"]},
+    )
+    with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):
+        DeltaTable(location).append(pa.table({"id": pa.array([1], pa.int64())}))
+    assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").iterdir()) == ["00000000000000000000.json"]
 
 
 def test_table_with_an_unknown_reader_feature_is_refused_on_load(tmp_path):
-    location = _handmade_table(tmp_path / "t", {"minReaderVersion": 3, "minWriterVersion": 7,
-                                                "readerFeatures": ["someFutureReaderFeature"],
-                                                "writerFeatures": ["someFutureReaderFeature"]})
+    location = _handmade_table(
+        tmp_path / "t",
+        {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": ["someFutureReaderFeature"],
+            "writerFeatures": ["someFutureReaderFeature"],
+        },
+    )
     with pytest.raises(UnsupportedFeatureError, match="someFutureReaderFeature"):
         DeltaTable(location)
 
 
 def test_generated_column_table_refuses_writes_it_cannot_compute(tmp_path):
-    fields = [{"name": "id", "type": "long", "nullable": True, "metadata": {}},
-              {"name": "id_x2", "type": "long", "nullable": True, "metadata": {"delta.generationExpression": "id * 2"}}]
+    fields = [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {
+            "name": "id_x2",
+            "type": "long",
+            "nullable": True,
+            "metadata": {"delta.generationExpression": "id * 2"},
+        },
+    ]
     location = _handmade_table(tmp_path / "t", {"minReaderVersion": 1, "minWriterVersion": 4}, fields)
     t = DeltaTable(location)
-    _fails(t, lambda t: t.append(pa.table({"id": pa.array([1], pa.int64())})), UnsupportedFeatureError,
-           "'id_x2' is a generated column")
+    _fails(
+        t,
+        lambda t: t.append(pa.table({"id": pa.array([1], pa.int64())})),
+        UnsupportedFeatureError,
+        "'id_x2' is a generated column",
+    )
 
 
 def test_append_only_table_refuses_delete_and_overwrite(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]), properties={"delta.appendOnly": "true"})
+    t = DeltaTable.create(
+        str(tmp_path / "t"), pa.schema([("id", pa.int64())]), properties={"delta.appendOnly": "true"}
+    )
     t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
     _fails(t, lambda t: t.delete("id = 1"), CommitError, r"append-only \(delta.appendOnly=true\)")
     _fails(t, lambda t: t.overwrite(pa.table({"id": pa.array([3], pa.int64())})), CommitError, "append-only")
@@ -364,8 +536,11 @@ def test_append_only_table_refuses_delete_and_overwrite(tmp_path):
 
 
 def test_row_level_change_on_a_change_data_feed_table_is_refused(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64())]),
-                          properties={"delta.enableChangeDataFeed": "true"})
+    t = DeltaTable.create(
+        str(tmp_path / "t"),
+        pa.schema([("id", pa.int64())]),
+        properties={"delta.enableChangeDataFeed": "true"},
+    )
     t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
     _fails(t, lambda t: t.update("id = 1", {"id": "5"}), UnsupportedFeatureError, "change data feed")
     _fails(t, lambda t: t.delete("id = 1"), UnsupportedFeatureError, "change data feed")
@@ -383,12 +558,17 @@ def test_creating_over_an_existing_table_raises_table_already_exists(table):
     [
         (SCHEMA, ["nope"], {}, r"Cannot partition table .* by 'nope': no such column"),
         (pa.schema([("id", pa.int64()), ("ID", pa.int64())]), [], {}, "duplicate column names"),
-        (pa.schema([("_change_type", pa.string())]), [], {"delta.enableChangeDataFeed": "true"},
-         "'_change_type' uses a name reserved"),
+        (
+            pa.schema([("_change_type", pa.string())]),
+            [],
+            {"delta.enableChangeDataFeed": "true"},
+            "'_change_type' uses a name reserved",
+        ),
     ],
 )
-def test_invalid_schema_on_create_raises_schema_error_and_creates_nothing(tmp_path, schema, partition_by,
-                                                                           properties, match):
+def test_invalid_schema_on_create_raises_schema_error_and_creates_nothing(
+    tmp_path, schema, partition_by, properties, match
+):
     location = tmp_path / "t"
     with pytest.raises(SchemaError, match=match):
         DeltaTable.create(str(location), schema, partition_by=partition_by, properties=properties)

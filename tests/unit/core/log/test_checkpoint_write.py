@@ -179,7 +179,7 @@ def test_retention_property_defaults_when_unset():
 
 
 def test_retention_property_rejects_a_non_interval_naming_the_key():
-    with pytest.raises(InvalidPropertyError, match="delta.deletedFileRetentionDuration"):
+    with pytest.raises(InvalidPropertyError, match=r"delta\.deletedFileRetentionDuration"):
         retention_property(
             {"delta.deletedFileRetentionDuration": "a while"},
             "delta.deletedFileRetentionDuration",
@@ -311,7 +311,8 @@ def _assert_types_match(ours: pa.DataType, spark: pa.DataType, where: str) -> No
         return
     if pa.types.is_map(ours):
         assert pa.types.is_map(spark), where
-        assert ours.key_type == spark.key_type and ours.item_type == spark.item_type, where
+        assert ours.key_type == spark.key_type, where
+        assert ours.item_type == spark.item_type, where
         return
     assert ours == spark, f"{where}: ours {ours}, Spark {spark}"
 
@@ -341,7 +342,8 @@ def test_checkpoint_schema_uses_standard_parquet_nesting(rs_copy: Path):
     assert "repeated group key_value" in schema  # maps: MAP / key_value / key, value
     assert "optional binary element (String)" in schema  # lists: LIST / list / element
     assert "optional int32 minReaderVersion" in schema
-    assert "optional int32 offset" in schema and "optional int32 sizeInBytes" in schema
+    assert "optional int32 offset" in schema
+    assert "optional int32 sizeInBytes" in schema
 
 
 def test_legacy_protocol_writes_null_feature_lists(rs_copy: Path):
@@ -521,7 +523,8 @@ def test_checkpoint_of_a_column_mapping_table(copy_table: Any, tmp_path: Path, n
     (forced / "_delta_log" / Path(commit_path(info.version)).name).unlink()
 
     after = _load(forced)
-    assert after.segment.checkpoint is not None and not after.segment.commits
+    assert after.segment.checkpoint is not None
+    assert not after.segment.commits
     assert comparable_state(after) == comparable_state(before)
     assert _sorted_rows(DeltaTable(str(forced)).to_arrow()) == expected_rows
     assert deltalake.DeltaTable(str(forced)).version() == info.version

@@ -10,8 +10,7 @@ import json
 import os
 import shutil
 from datetime import timedelta
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import deltalake
 import pytest
@@ -28,7 +27,10 @@ from airflow_provider_delta.core.properties import InvalidPropertyError
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import LocalStorage
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.exceptions import LogCorruptedError, VersionNotFoundError
+from airflow_provider_delta.exceptions import VersionNotFoundError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DAY_MS = 86_400_000
 BASE_MS = 1_700_000_000_000
@@ -111,7 +113,8 @@ def test_deletes_everything_below_the_newest_checkpoint_older_than_the_cutoff(tm
 
     assert deleted == [commit_path(v) for v in range(10)]
     names = _names(table)
-    assert "00000000000000000010.json" in names and "00000000000000000010.checkpoint.parquet" in names
+    assert "00000000000000000010.json" in names
+    assert "00000000000000000010.checkpoint.parquet" in names
     assert "_last_checkpoint" in names
 
 
@@ -128,12 +131,6 @@ def test_time_travel_works_from_the_boundary_on(tmp_path: Path):
     assert len(deltalake.DeltaTable(str(table)).file_uris()) == 25
 
 
-# segment_from_listing raises VersionNotFoundError only when the target's own commit survives; for a
-# cleaned-up target it reports a "gap" instead. Fix: raise VersionNotFoundError whenever
-# target < listing.earliest_recoverable_version() (see the checkpoint/cleanup hand-over notes).
-@pytest.mark.xfail(
-    strict=True, raises=LogCorruptedError, reason="read side reports cleaned versions as a gap"
-)
 @pytest.mark.parametrize(("now_days", "boundary"), [(40, 10), (52, 20)])
 def test_versions_before_the_boundary_raise_version_not_found(tmp_path: Path, now_days: int, boundary: int):
     table = _make_table(tmp_path / "t", 25, checkpoints=(10, 20))
@@ -269,7 +266,7 @@ def test_default_retention_is_thirty_days():
 
 def test_invalid_log_retention_names_the_property(tmp_path: Path):
     table = _make_table(tmp_path / "t", 3, configuration={"delta.logRetentionDuration": "forever"})
-    with pytest.raises(InvalidPropertyError, match="delta.logRetentionDuration"):
+    with pytest.raises(InvalidPropertyError, match=r"delta\.logRetentionDuration"):
         cleanup_expired_logs(_load(table))
 
 
@@ -329,6 +326,20 @@ def test_unreferenced_old_sidecars_are_deleted_and_referenced_ones_kept(copy_tab
         "00000000000000000006.checkpoint.0000000001.0000000002.76931b15-ead3-480d-b86c-afe55a577fc3.parquet",
         "00000000000000000006.checkpoint.0000000002.0000000002.4367b29c-0e87-447f-8e81-9814cc01ad1f.parquet",
     }
-    assert commit_path(5) in deleted and commit_path(6) not in deleted
+    assert commit_path(5) in deleted
+    assert commit_path(6) not in deleted
     assert sorted(f.path for f in _load(table).files()) == expected
     assert deltalake.DeltaTable(str(table)).version() == 6
+
+
+def test_a_boundary_checkpoint_whose_commit_is_gone_counts_with_its_own_time(tmp_path: Path):
+    table = _make_table(tmp_path / "t", 15, checkpoints=(5, 10))
+    (table / commit_path(10)).unlink()  # e.g. removed by another tool's cleanup
+
+    deleted = _cleanup(table, now_days=42)  # cutoff: day 12
+
+    assert set(deleted) == {commit_path(v) for v in range(10)} | {
+        "_delta_log/00000000000000000005.checkpoint.parquet"
+    }
+    assert DeltaTable(str(table), version=10).version == 10
+    assert DeltaTable(str(table)).version == 14

@@ -7,7 +7,12 @@ import os
 import pyarrow as pa
 import pytest
 
-from airflow_provider_delta.core import DeltaTable, LogCorruptedError, TableNotFoundError, VersionNotFoundError
+from airflow_provider_delta.core import (
+    DeltaTable,
+    LogCorruptedError,
+    TableNotFoundError,
+    VersionNotFoundError,
+)
 from airflow_provider_delta.core.log.segment import build_segment, latest_version
 from airflow_provider_delta.core.storage import LocalStorage
 
@@ -76,7 +81,7 @@ def test_version_after_the_latest_is_a_clear_error(table):
 
 
 def test_cleaned_up_commits_make_old_versions_unrecoverable_but_not_newer_ones(table):
-    for v in range(0, 10):
+    for v in range(10):
         os.unlink(_log(table, f"{v:020d}.json"))
     with pytest.raises(VersionNotFoundError, match="earliest recoverable version is 10") as info:
         DeltaTable(table, version=5)

@@ -9,10 +9,17 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.core.schema.arrow import PARQUET_FIELD_ID_KEY, to_arrow_schema
-from airflow_provider_delta.core.schema.conform import conform_array, conform_batch, conform_table, null_table
+from airflow_provider_delta.core.schema.conform import (
+    conform_array,
+    conform_batch,
+    conform_table,
+    matching_file_columns,
+    null_table,
+)
 from airflow_provider_delta.core.schema.mapping import COLUMN_ID_KEY, PHYSICAL_NAME_KEY
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
+    DataType,
     DateType,
     DecimalType,
     IntegerType,
@@ -30,14 +37,14 @@ from airflow_provider_delta.exceptions import SchemaError, SchemaMismatchError
 UTC = dt.timezone.utc
 
 
-def _mapped(name: str, data_type: object, column_id: int, physical: str) -> StructField:
-    return StructField(name, data_type, metadata={COLUMN_ID_KEY: column_id, PHYSICAL_NAME_KEY: physical})  # type: ignore[arg-type]
+def _mapped(name: str, data_type: DataType, column_id: int, physical: str) -> StructField:
+    return StructField(name, data_type, metadata={COLUMN_ID_KEY: column_id, PHYSICAL_NAME_KEY: physical})
 
 
-def _roundtrip_parquet(table: pa.Table, **read_options: object) -> pa.Table:
+def _roundtrip_parquet(table: pa.Table) -> pa.Table:
     buffer = io.BytesIO()
     pq.write_table(table, buffer)
-    return pq.read_table(pa.BufferReader(buffer.getvalue()), **read_options)  # type: ignore[arg-type]
+    return pq.read_table(pa.BufferReader(buffer.getvalue()))
 
 
 def _with_id(name: str, data: pa.Array, column_id: int) -> tuple[pa.Field, pa.Array]:
@@ -362,3 +369,24 @@ def test_empty_table_conforms_to_zero_rows() -> None:
     result = conform_table(table, SIMPLE, mode="none")
     _assert_conformed(result, SIMPLE)
     assert result.num_rows == 0
+
+
+def test_matching_file_columns_lists_only_the_columns_the_schema_needs_in_file_order() -> None:
+    schema = StructType((_mapped("b", LongType(), 2, "col-b"), _mapped("a", LongType(), 1, "col-a")))
+    fields = [
+        _with_id("col-a", pa.array([1], pa.int64()), 1)[0],
+        pa.field("unused", pa.int64()),
+        _with_id("renamed-b", pa.array([1], pa.int64()), 2)[0],
+    ]
+    file_schema = pa.schema(fields)
+    assert matching_file_columns(file_schema, schema, mode="id") == ["col-a", "renamed-b"]
+    assert matching_file_columns(file_schema, schema, mode="name") == ["col-a"]
+
+
+def test_reading_only_the_matching_columns_gives_the_same_result() -> None:
+    schema = StructType((StructField("id", LongType()),))
+    table = _roundtrip_parquet(pa.table({"other": ["x"], "Id": pa.array([4], pa.int64())}))
+    columns = matching_file_columns(table.schema, schema, mode="none")
+    assert conform_table(table.select(columns), schema, mode="none") == conform_table(
+        table, schema, mode="none"
+    )

@@ -135,7 +135,7 @@ def test_corpus_schema_converts_to_arrow_or_refuses_unsupported_types(schema_str
 @pytest.mark.parametrize("schema_string", list(SCHEMA_STRINGS.values()), ids=list(SCHEMA_STRINGS))
 def test_corpus_column_mapping_metadata_is_consistent(schema_string: str) -> None:
     schema = schema_from_json(schema_string)
-    ids = [field_id(f) for _, f in schema.walk() if field_id(f) is not None]
+    ids = [i for _, f in schema.walk() if (i := field_id(f)) is not None]
     assert len(ids) == len(set(ids))
     assert max_column_id(schema) == max(ids, default=0)
     paths = logical_to_physical_paths(schema)

@@ -18,6 +18,7 @@ from airflow_provider_delta.core.schema.mapping import (
 )
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
+    DataType,
     LongType,
     MapType,
     StringType,
@@ -27,9 +28,8 @@ from airflow_provider_delta.core.schema.types import (
 from airflow_provider_delta.exceptions import SchemaError
 
 
-def _mapped(name: str, type_: object, column_id: int, physical: str) -> StructField:
-    assert not isinstance(type_, type)
-    return StructField(name, type_, metadata={COLUMN_ID_KEY: column_id, PHYSICAL_NAME_KEY: physical})  # type: ignore[arg-type]
+def _mapped(name: str, data_type: DataType, column_id: int, physical: str) -> StructField:
+    return StructField(name, data_type, metadata={COLUMN_ID_KEY: column_id, PHYSICAL_NAME_KEY: physical})
 
 
 @pytest.fixture
@@ -55,7 +55,9 @@ def mapped_schema() -> StructType:
         ({"delta.columnMapping.mode": "ID"}, "id"),
     ],
 )
-def test_column_mapping_mode_is_read_from_the_configuration(configuration: dict, expected: str) -> None:
+def test_column_mapping_mode_is_read_from_the_configuration(
+    configuration: dict[str, str], expected: str
+) -> None:
     assert column_mapping_mode(configuration) == expected
 
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -30,11 +31,13 @@ from airflow_provider_delta.core.schema.types import (
 from airflow_provider_delta.exceptions import SchemaError
 
 
-def _field(name: str, type_json: object, *, nullable: bool = True, metadata: dict | None = None) -> dict:
+def _field(
+    name: str, type_json: object, *, nullable: bool = True, metadata: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {"name": name, "type": type_json, "nullable": nullable, "metadata": metadata or {}}
 
 
-def _schema(*fields: dict) -> str:
+def _schema(*fields: dict[str, Any]) -> str:
     return json.dumps({"type": "struct", "fields": list(fields)}, separators=(",", ":"))
 
 
@@ -90,8 +93,9 @@ def test_unknown_type_names_parse_into_unsupported_type(name: str) -> None:
 def test_unknown_complex_type_object_is_kept_for_round_trip() -> None:
     udt = {"type": "udt", "class": "org.example.PointUDT", "sqlType": "string"}
     parsed = schema_from_json(_schema(_field("p", udt)))
-    assert isinstance(parsed.field("p").type, UnsupportedType)
-    assert parsed.field("p").type.name == "udt"
+    parsed_type = parsed.field("p").type
+    assert isinstance(parsed_type, UnsupportedType)
+    assert parsed_type.name == "udt"
     assert json.loads(parsed.to_json())["fields"][0]["type"] == udt
 
 
