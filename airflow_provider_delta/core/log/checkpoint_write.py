@@ -191,9 +191,9 @@ def _column(values: Sequence[Any] | pa.Array, typ: pa.DataType) -> pa.Array:
     try:
         return pa.array(values, type=typ)
     except pa.ArrowTypeError:
-        if not pa.types.is_map(typ):
+        if not (pa.types.is_map(typ) or pa.types.is_struct(typ)):
             raise
-        # pyarrow converts only real dicts to maps; other Mapping types go through dict().
+        # pyarrow converts only real dicts to maps and structs; other Mappings go through dict().
         return pa.array([dict(v) if v is not None else None for v in values], type=typ)
 
 

@@ -531,3 +531,25 @@ def test_checkpoint_of_a_column_mapping_table(copy_table: Any, tmp_path: Path, n
     assert _delta_rs_files(forced) == _delta_rs_files(table)
     assert _delta_rs_rows(forced) == _delta_rs_rows(table)
     assert len(_delta_rs_rows(forced)) == len(expected_rows)
+
+
+def test_non_dict_mappings_in_actions_are_converted():
+    from types import MappingProxyType
+
+    from airflow_provider_delta.core.actions import AddFile
+    from airflow_provider_delta.core.log.checkpoint_write import _adds_array
+
+    add = AddFile(
+        path="p=a/f.parquet",
+        partition_values=MappingProxyType({"p": "a"}),
+        size=1,
+        modification_time=2,
+        deletion_vector=MappingProxyType(
+            {"storageType": "u", "pathOrInlineDv": "x", "sizeInBytes": 1, "cardinality": 1}
+        ),
+    )
+
+    row = _adds_array([add]).to_pylist()[0]
+
+    assert row["partitionValues"] == [("p", "a")]
+    assert row["deletionVector"]["pathOrInlineDv"] == "x"
