@@ -36,7 +36,7 @@ from airflow_provider_delta.core.actions import (
 )
 from airflow_provider_delta.core.conflicts import IsolationLevel, ReadSummary, WinningCommit, check_conflicts
 from airflow_provider_delta.core.log.paths import commit_path
-from airflow_provider_delta.core.log.replay import commit_info_of, read_commit
+from airflow_provider_delta.core.log.replay import commit_info_of, parse_commit, read_commit
 from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.exceptions import CommitError, CommitRetriesExhaustedError, DeltaError
 
@@ -351,11 +351,11 @@ class Transaction:
         while True:
             path = commit_path(version)
             try:
-                actions = read_commit(self.storage, path, version)
-            except DeltaError:
-                if not self.storage.exists(path):
-                    return version
-                raise
+                data = self.storage.read_bytes(path)
+            except FileNotFoundError:
+                # Nobody has committed this version yet (commit files appear whole, never change).
+                return version
+            actions = parse_commit(data, path=path, version=version)
             check_conflicts(summary, WinningCommit.from_actions(version, actions), can_write=check_writable)
             version += 1
 

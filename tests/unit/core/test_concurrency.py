@@ -302,3 +302,46 @@ def test_writer_killed_with_sigkill_mid_commit_leaves_a_readable_contiguous_tabl
         == latest + 1
     )
     assert DeltaTable(location).to_arrow().num_rows == 3 * appends + 1
+
+
+def test_winner_landing_between_the_read_and_the_existence_check_is_not_a_log_gap(tmp_path, monkeypatch):
+    # The 8-writer race above hits this window now and then: the loser reads version N (absent: nobody
+    # has committed it yet), another writer commits N, then the loser checks whether N exists. It does,
+    # so the engine must simply check N as one more winner, not report a gap in the log.
+    location = str(tmp_path / "t")
+    schema = pa.schema([("writer", pa.int64()), ("i", pa.int64())])
+    DeltaTable.create(location, schema)
+    loser = DeltaTable(location)  # version 0
+    DeltaTable(location).append(
+        pa.table({"writer": pa.array([1], pa.int64()), "i": pa.array([0], pa.int64())})
+    )
+    storage = loser.snapshot.storage
+    real_read = storage.read_bytes
+    raced = []
+
+    def read_while_another_writer_commits(path: str) -> bytes:
+        if path == commit_path(2) and not raced:
+            raced.append(path)
+            try:
+                return real_read(path)
+            except FileNotFoundError:
+                other = pa.table({"writer": pa.array([2], pa.int64()), "i": pa.array([0], pa.int64())})
+                assert DeltaTable(location).append(other) == 2  # lands right after our failed read
+                raise
+        return real_read(path)
+
+    monkeypatch.setattr(storage, "read_bytes", read_while_another_writer_commits)
+    with loser.transaction() as txn:
+        txn.add(
+            *_write(loser, pa.table({"writer": pa.array([0], pa.int64()), "i": pa.array([0], pa.int64())}))
+        )
+    assert raced, "the race was staged"
+    assert txn.committed_version == 3
+    assert _commit_files(location) == [0, 1, 2, 3]
+    assert _rows(DeltaTable(location), "writer", "i") == [(0, 0), (1, 0), (2, 0)]
+
+
+def _write(table: DeltaTable, data: pa.Table) -> list[Any]:
+    from airflow_provider_delta.core.operations import write_files
+
+    return write_files(table.snapshot, data)

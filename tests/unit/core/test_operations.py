@@ -11,6 +11,7 @@ import dataclasses
 import datetime as dt
 import itertools
 import json
+import time
 import shutil
 import uuid
 from pathlib import Path
@@ -703,7 +704,11 @@ def test_explicit_checkpoint_then_commits_read_back_identically(table):
 
 
 def test_every_written_version_stays_readable_by_version_and_timestamp(table):
+    # Commit-file times have millisecond resolution; Delta makes equal times strictly increasing,
+    # so keep the commits apart for the timestamp lookup to name exactly version 3.
+    time.sleep(0.01)
     table.delete("p = 'a'")
+    time.sleep(0.01)
     table.update("p = 'b'", {"v": "0"})
     assert _rows(DeltaTable(table.location, version=1)) == [
         (1, "a", 10),
