@@ -11,8 +11,8 @@ import dataclasses
 import datetime as dt
 import itertools
 import json
-import time
 import shutil
+import time
 import uuid
 from pathlib import Path
 from typing import Any
