@@ -400,7 +400,9 @@ def small_append_batch(rows: int = 10) -> Any:
             "id": pa.array(range(rows), pa.int64()),
             "amount": pa.array([i * 1.25 for i in range(rows)], pa.float64()),
             "name": pa.array([f"N{i:05d}" for i in range(rows)], pa.string()),
-            "ts": pa.array([base + dt.timedelta(seconds=i) for i in range(rows)], pa.timestamp("us", tz="UTC")),
+            "ts": pa.array(
+                [base + dt.timedelta(seconds=i) for i in range(rows)], pa.timestamp("us", tz="UTC")
+            ),
             "flag": pa.array([i % 2 == 0 for i in range(rows)], pa.bool_()),
             "date": pa.array([APPEND_DATE] * rows, pa.date32()),
             "country": pa.array([APPEND_COUNTRY] * rows, pa.string()),

@@ -10,12 +10,20 @@ from airflow_provider_delta.exceptions import DeltaError
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
+    from airflow_provider_delta.core.snapshot import Snapshot
     from airflow_provider_delta.core.storage import Storage
 
 log = logging.getLogger(__name__)
 
 
-def auto_checkpoint(storage: Storage, location: str, version: int, configuration: Mapping[str, str]) -> bool:
+def auto_checkpoint(
+    storage: Storage,
+    location: str,
+    version: int,
+    configuration: Mapping[str, str],
+    *,
+    snapshot: Snapshot | None = None,
+) -> bool:
     """Write a checkpoint at ``version`` when the interval says so; never fails the commit.
 
     A checkpoint is an optimisation: when writing one fails, the commit that triggered it has
@@ -29,7 +37,9 @@ def auto_checkpoint(storage: Storage, location: str, version: int, configuration
     if configuration.get("delta.checkpointPolicy", "classic").lower() == "v2":
         return False  # V2 checkpoints are read, not written, by this engine
     try:
-        write_checkpoint(load_snapshot(storage, location, version))
+        # The committing transaction's snapshot advanced by the new commits: no replay from storage.
+        state = snapshot.advance(version) if snapshot is not None else load_snapshot(storage, location, version)
+        write_checkpoint(state)
     except (DeltaError, OSError) as err:
         log.warning("Checkpoint at version %d of %s failed: %s", version, location, err)
         return False

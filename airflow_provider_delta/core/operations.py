@@ -154,13 +154,13 @@ def check_constraints(snapshot: Snapshot, data: pa.Table, configuration: Mapping
     Raises:
         SchemaMismatchError: a row violates a constraint (named in the message).
     """
-    from airflow_provider_delta.core.expressions import bind, evaluate, parse_predicate
-    from airflow_provider_delta.core.schema.arrow import to_arrow_schema
-
     conf = configuration if configuration is not None else snapshot.configuration
     constraints = {k[len("delta.constraints."):]: v for k, v in conf.items() if k.startswith("delta.constraints.")}
     if not constraints or data.num_rows == 0:
         return
+    from airflow_provider_delta.core.expressions import bind, evaluate, parse_predicate
+    from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+
     arrow_schema = to_arrow_schema(snapshot.schema)
     for name, text in constraints.items():
         result = evaluate(bind(parse_predicate(text), arrow_schema), data)

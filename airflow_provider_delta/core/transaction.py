@@ -363,7 +363,8 @@ class Transaction:
         metadata = self._metadata or self.snapshot.metadata
         from airflow_provider_delta.core.maintenance import auto_checkpoint
 
-        auto_checkpoint(self.storage, self.snapshot.location, version, metadata.configuration)
+        auto_checkpoint(self.storage, self.snapshot.location, version, metadata.configuration,
+                        snapshot=self.snapshot)
 
     def __enter__(self) -> Transaction:
         return self
