@@ -266,16 +266,17 @@ def _rows_matching(predicate: Any, rows: pa.Table) -> pa.BooleanArray:
 def _partition_matches(snapshot: Snapshot, predicate: Any, add: AddFile) -> bool:
     """Evaluate a partition-only predicate exactly on one file's partition values (errors propagate)."""
     from airflow_provider_delta.core.partitions import partition_column
+    from airflow_provider_delta.core.scan import raw_partition_value
     from airflow_provider_delta.core.schema.arrow import to_arrow_type
-    from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
+    from airflow_provider_delta.core.schema.mapping import column_mapping_mode
 
     mode = column_mapping_mode(snapshot.configuration)
     lowered = {c.lower() for c in snapshot.partition_columns}
     columns = {}
     for f in snapshot.schema:
         if f.name.lower() in lowered:
-            key = physical_name(f) if mode != "none" else f.name
-            columns[f.name] = partition_column(add.partition_values.get(key), to_arrow_type(f.type), 1, column=f.name)
+            raw = raw_partition_value(add.partition_values, f, mode)
+            columns[f.name] = partition_column(raw, to_arrow_type(f.type), 1, column=f.name)
     return bool(_rows_matching(predicate, pa.table(columns))[0].as_py())
 
 

@@ -132,22 +132,34 @@ def plan_scan(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filte
     )
 
 
+def raw_partition_value(
+    values: Mapping[str, str | None], field: StructField, mode: ColumnMappingMode
+) -> str | None:
+    """A file's serialized value for partition column ``field`` (keyed by physical name under mapping)."""
+    key = physical_name(field) if mode != "none" else field.name
+    raw = values.get(key)
+    if raw is None and key not in values:
+        # Some writers differ in case between the schema and partitionValues.
+        raw = {k.lower(): v for k, v in values.items()}.get(key.lower())
+    return raw
+
+
+def decoded_partition_values(
+    values: Mapping[str, str | None], partition_fields: Sequence[StructField], mode: ColumnMappingMode
+) -> dict[str, Any]:
+    """A file's partition values decoded to Python values, keyed by logical column name."""
+    from airflow_provider_delta.core.schema.arrow import to_arrow_type
+
+    return {
+        f.name: decode_partition_value(raw_partition_value(values, f, mode), to_arrow_type(f.type), column=f.name)
+        for f in partition_fields
+    }
+
+
 def _partition_values(
     add: AddFile, partition_fields: Sequence[StructField], mode: ColumnMappingMode
 ) -> dict[str, Any]:
-    from airflow_provider_delta.core.schema.arrow import to_arrow_type
-
-    raw_values = add.partition_values
-    out = {}
-    for f in partition_fields:
-        key = physical_name(f) if mode != "none" else f.name
-        raw = raw_values.get(key)
-        if raw is None and key not in raw_values:
-            # Some writers differ in case between the schema and partitionValues.
-            lowered = {k.lower(): v for k, v in raw_values.items()}
-            raw = lowered.get(key.lower())
-        out[f.name] = decode_partition_value(raw, to_arrow_type(f.type), column=f.name)
-    return out
+    return decoded_partition_values(add.partition_values, partition_fields, mode)
 
 
 def _file_columns(pf: pq.ParquetFile, data_schema: StructType, mode: ColumnMappingMode) -> list[str]:
@@ -210,13 +222,9 @@ def _with_partitions(table: pa.Table, add: AddFile, plan: ScanPlan, mode: Column
     if not plan.partition_fields and "__rows" not in table.column_names:
         return table
     n = table.num_rows
-    raw = add.partition_values
     columns: dict[str, pa.Array] = {}
     for f in plan.partition_fields:
-        key = physical_name(f) if mode != "none" else f.name
-        value = raw.get(key)
-        if value is None and key not in raw:
-            value = {k.lower(): v for k, v in raw.items()}.get(key.lower())
+        value = raw_partition_value(add.partition_values, f, mode)
         columns[f.name] = partition_column(value, to_arrow_type(f.type), n)
     for name in table.column_names:
         if name != "__rows":

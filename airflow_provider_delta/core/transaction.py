@@ -283,8 +283,7 @@ class Transaction:
         return b"\n".join(orjson.dumps(action_to_dict(a)) for a in actions) + b"\n"
 
     def _summary(self) -> ReadSummary:
-        from airflow_provider_delta.core.schema.arrow import to_arrow_type
-        from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
+        from airflow_provider_delta.core.schema.mapping import column_mapping_mode
 
         snapshot = self.snapshot
         mode = column_mapping_mode(snapshot.configuration)
@@ -294,14 +293,9 @@ class Transaction:
             part_fields = [f for f in snapshot.schema if f.name.lower() in lowered]
 
         def partition_values_of(add: dict[str, Any]) -> dict[str, Any]:
-            from airflow_provider_delta.core.partitions import decode_partition_value
+            from airflow_provider_delta.core.scan import decoded_partition_values
 
-            raw = add.get("partitionValues") or {}
-            out = {}
-            for f in part_fields:
-                key = physical_name(f) if mode != "none" else f.name
-                out[f.name] = decode_partition_value(raw.get(key), to_arrow_type(f.type), column=f.name)
-            return out
+            return decoded_partition_values(add.get("partitionValues") or {}, part_fields, mode)
 
         return ReadSummary(
             read_version=self.read_version,
