@@ -115,8 +115,9 @@ define demo_step
 	@$(BIN)/delta-log $(1)
 endef
 
-bench: $(STAMP) ## read-path benchmark against delta-rs (BENCH_ARGS="--quick" for a short run)
+bench: $(STAMP) ## read- and write-path benchmarks against delta-rs (BENCH_ARGS="--quick" for a short run)
 	@$(PY) -m benchmarks.bench_read $(BENCH_ARGS)
+	@$(PY) -m benchmarks.bench_write $(BENCH_ARGS)
 
 clean: ## remove .venv, caches and demo output
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info
