@@ -26,7 +26,7 @@ from airflow_provider_delta.core.log.paths import SIDECAR_DIR
 from airflow_provider_delta.exceptions import LogCorruptedError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator
 
     from airflow_provider_delta.core.log.replay import ReplayState
     from airflow_provider_delta.core.log.segment import CheckpointRef
@@ -135,7 +135,8 @@ def _to_json_like(value: Any) -> Any:
     return value
 
 
-def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) -> pa.Table:
+def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) -> Iterator[pa.Table]:
+    """The wanted columns of a checkpoint file, one row group at a time (keeps peak memory low)."""
     path = storage.resolve(relative_path)
     try:
         pf = pq.ParquetFile(path, filesystem=storage.arrow_filesystem())
@@ -158,7 +159,12 @@ def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) 
         # Skip what replay never uses (stats_parsed, partitionValues_parsed): often most of the bytes.
         present = {f.name for f in typ}
         wanted += [f"{name}.{sub}" for sub in subfields if sub in present]
-    return pf.read(columns=wanted)
+    pool = pa.default_memory_pool()
+    for batch in pf.iter_batches(batch_size=16384, columns=wanted):
+        yield pa.Table.from_batches([batch])
+        del batch
+        # Hand decoded pages back now: the allocator would otherwise keep them as the peak grows.
+        pool.release_unused()
 
 
 def _apply_parquet(state: ReplayState, table: pa.Table, version: int) -> list[Sidecar]:
@@ -219,8 +225,10 @@ def apply_checkpoint(state: ReplayState, storage: Storage, ref: CheckpointRef) -
                                         version=ref.version, path=lf.path) from None
             sidecars += _apply_json_checkpoint(state, data, lf.path)
         else:
-            sidecars += _apply_parquet(state, _read_parquet(storage, lf.path, _ACTION_COLUMNS), ref.version)
+            for part in _read_parquet(storage, lf.path, _ACTION_COLUMNS):
+                sidecars += _apply_parquet(state, part, ref.version)
     for sidecar in sidecars:
         # PROTOCOL.md "Sidecar File Information": relative paths are under _delta_log/_sidecars.
         rel = sidecar.path if "/" in sidecar.path and "://" in sidecar.path else f"{SIDECAR_DIR}/{sidecar.path}"
-        _apply_parquet(state, _read_parquet(storage, rel, ("add", "remove")), ref.version)
+        for part in _read_parquet(storage, rel, ("add", "remove")):
+            _apply_parquet(state, part, ref.version)
