@@ -399,8 +399,7 @@ def update(
             raise PredicateError(
                 f"Cannot update column {name!r}: no such column (columns: {', '.join(snapshot.schema.names)})"
             )
-        if f.name.lower() in {c.lower() for c in snapshot.partition_columns}:
-            pass  # allowed: the rewritten rows move to their new partition folder
+        # Partition columns may be assigned too: the rewritten rows move to their new partition folder.
         assignments[f.name] = bind(parse_expression(str(text)), arrow_schema)
     bound = _bound(snapshot, predicate) if predicate is not None else None
     params = {"predicate": orjson.dumps([_predicate_text(predicate)] if predicate is not None else []).decode()}

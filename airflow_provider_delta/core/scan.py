@@ -28,7 +28,7 @@ from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.conform import conform_table
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import StructType
-from airflow_provider_delta.exceptions import DataFileError, DeltaError, SchemaError
+from airflow_provider_delta.exceptions import DataFileError, SchemaError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -244,15 +244,9 @@ def scan_to_arrow(snapshot: Snapshot, *, columns: Sequence[str] | None = None, f
             parts = list(pool.map(lambda a: _read_file(snapshot, a, plan, mode), plan.files))
     else:
         parts = [_read_file(snapshot, a, plan, mode) for a in plan.files]
-    tables = []
-    for part in parts:
-        if "__rows" in part.column_names and not read_schema:
-            tables.append(part.select(["__rows"]))
-            continue
-        tables.append(part.select(read_schema.names).cast(read_schema))
     if not read_schema.names:
-        total = sum(t.num_rows for t in tables)
-        return pa.table({}).append_column("_", pa.nulls(total)).drop(["_"]) if total == 0 else _empty_rows(total)
+        return _empty_rows(sum(part.num_rows for part in parts))
+    tables = [part.select(read_schema.names).cast(read_schema) for part in parts]
     table = pa.concat_tables(tables) if tables else read_schema.empty_table()
     if plan.predicate is not None:
         from airflow_provider_delta.core.expressions import evaluate
@@ -284,4 +278,4 @@ def _empty_rows(n: int) -> pa.Table:
     return pa.Table.from_batches([pa.RecordBatch.from_pydict({"_": pa.nulls(n)}).drop_columns(["_"])])
 
 
-__all__ = ["DeltaError", "ScanPlan", "plan_scan", "read_add_file", "scan_to_arrow"]
+__all__ = ["ScanPlan", "plan_scan", "read_add_file", "scan_to_arrow"]

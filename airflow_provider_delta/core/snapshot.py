@@ -6,7 +6,6 @@ import gc
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from airflow_provider_delta.core.actions import RemoveFile as RemoveFileCls
 from airflow_provider_delta.core.log.file_index import FileIndex
 from airflow_provider_delta.core.log.replay import replay
 from airflow_provider_delta.core.log.segment import LogSegment, build_segment
@@ -86,22 +85,17 @@ class Snapshot:
             return self
         delta = ReplayState(protocol=self.protocol, metadata=self.metadata, txns=dict(self._txns),
                             domains=dict(self._domains))
-        removed: list[tuple[str, str | None]] = []
         commits = []
         for v in range(self.version + 1, target + 1):
-            actions = read_commit(self.storage, commit_path(v), v)
-            for action in actions:
-                if (remove := action.get("remove")) is not None:
-                    removed.append(RemoveFileCls.from_dict(remove).key)
-            delta.apply_actions(actions, version=v)
+            delta.apply_actions(read_commit(self.storage, commit_path(v), v), version=v)
             commits.append(LogFile(f"{v:020d}.json", "commit", v))
         segment = LogSegment(target, self.segment.checkpoint, self.segment.commits + tuple(commits))
         new = Snapshot.__new__(Snapshot)
         new.storage, new.location, new.segment, new.version = self.storage, self.location, segment, target
         new.protocol, new.metadata = delta.protocol or self.protocol, delta.metadata or self.metadata
-        added_keys = set(delta.files)
-        new._files = self._files.updated(delta.files.items(), [k for k in removed if k not in added_keys])
-        new._tombstones = self._tombstones.updated(delta.tombstones.items(), added_keys)
+        # Replay keeps files and tombstones disjoint: a key's last action decides which side holds it.
+        new._files = self._files.updated(delta.files.items(), delta.tombstones.keys())
+        new._tombstones = self._tombstones.updated(delta.tombstones.items(), delta.files.keys())
         new._txns, new._domains, new._last_commit_info = delta.txns, delta.domains, delta.last_commit_info
         if new.protocol is not self.protocol:
             new.check_readable()

@@ -41,7 +41,7 @@ from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.exceptions import CommitError, CommitRetriesExhaustedError, DeltaError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Mapping
     from types import TracebackType
 
     from airflow_provider_delta.core.snapshot import Snapshot
@@ -246,8 +246,7 @@ class Transaction:
             "timestamp": _now_ms(),
             "operation": self.operation,
             "operationParameters": _stringify(self.operation_parameters),
-            "isolationLevel": self._effective_isolation()
-            if self._effective_isolation() != "SnapshotIsolation" else "SnapshotIsolation",
+            "isolationLevel": self._effective_isolation(),
             "isBlindAppend": self.is_blind_append,
             "operationMetrics": _stringify(self.operation_metrics),
             "engineInfo": ENGINE_INFO,
@@ -372,12 +371,3 @@ class Transaction:
         if exc_type is None and self.committed_version is None:
             self.commit()
 
-
-def staged_files(txn: Transaction) -> tuple[list[AddFile], list[RemoveFile]]:
-    """The add and remove actions a transaction has staged (for metrics)."""
-    return list(txn._adds), list(txn._removes)
-
-
-def all_actions(txn: Transaction) -> Iterable[Any]:
-    """Every staged action (tests and tooling)."""
-    return [*txn._txns, *txn._domains, *txn._removes, *txn._adds, *txn._cdc]

@@ -164,17 +164,23 @@ def _checkpoint_from_hint(storage: Storage, hint: dict[str, Any]) -> CheckpointR
     return CheckpointRef(version, "classic", (LogFile(f"{prefix}.checkpoint.parquet", "checkpoint", version),))
 
 
-def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
-    hint = read_last_checkpoint(storage)
-    if hint is None:
-        return None
+def _hinted_checkpoint(storage: Storage, hint: dict[str, Any]) -> tuple[CheckpointRef, int] | None:
+    """The checkpoint ``_last_checkpoint`` names, if all its files exist, and the newest version after it."""
     checkpoint = _checkpoint_from_hint(storage, hint)
-    if checkpoint is None or (version is not None and version < checkpoint.version):
-        return None
-    if not all(storage.exists(f.path) for f in checkpoint.files):
+    if checkpoint is None or not all(storage.exists(f.path) for f in checkpoint.files):
         return None
     start = checkpoint.version
-    latest = _gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+    return checkpoint, _gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+
+
+def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
+    hint = read_last_checkpoint(storage)
+    if hint is None or (version is not None and version < int(hint["version"])):
+        return None
+    found = _hinted_checkpoint(storage, hint)
+    if found is None:
+        return None
+    checkpoint, latest = found
     if version is None:
         version = latest
     elif version > latest:
@@ -255,9 +261,9 @@ def latest_version(storage: Storage, *, location: str = "") -> int:
         start = int(hint["version"])
         if storage.exists(commit_path(start)):
             return _gallop_latest(storage, start)
-        checkpoint = _checkpoint_from_hint(storage, hint)
-        if checkpoint is not None and all(storage.exists(f.path) for f in checkpoint.files):
-            return _gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+        found = _hinted_checkpoint(storage, hint)
+        if found is not None:
+            return found[1]
     if storage.exists(commit_path(0)):
         # No usable hint: versions are contiguous from 0, so probing still beats listing the log.
         return _gallop_latest(storage, 0)
