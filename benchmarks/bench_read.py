@@ -60,13 +60,14 @@ class Report:
         print(f"  -> {_format_row(row)}", flush=True)
 
 
-def _run_worker(request: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _run_worker(request: dict[str, Any], timeout: float, *, module: str = "benchmarks._worker") -> dict[str, Any]:
+    """Run one measurement in a fresh interpreter (``python -m module request``); its last stdout line is JSON."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
     env.setdefault("PYTHONHASHSEED", "0")
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks._worker", json.dumps(request)],
+            [sys.executable, "-m", module, json.dumps(request)],
             cwd=REPO_ROOT,
             env=env,
             capture_output=True,

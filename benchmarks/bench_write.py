@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,6 @@ from benchmarks.bench_read import (
     DELTA_RS,
     GATED_SIZE,
     OURS,
-    REPO_ROOT,
     CrossCheckError,
     Report,
     Row,
@@ -35,6 +33,7 @@ from benchmarks.bench_read import (
     _status,
     _warm_os_cache,
 )
+from benchmarks.bench_read import _run_worker as _run_read_worker
 from benchmarks.workload import (
     DATA_DIR,
     MANIFEST,
@@ -56,29 +55,7 @@ ADVANCE_MAX_MS = 1.0
 
 
 def _run_worker(request: dict[str, Any], timeout: float) -> dict[str, Any]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
-    env.setdefault("PYTHONHASHSEED", "0")
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "benchmarks._write_worker", json.dumps(request)],
-            cwd=REPO_ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f}s"}
-    lines = [ln for ln in proc.stdout.splitlines() if ln.strip()]
-    if proc.returncode != 0 or not lines:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-5:]
-        return {"error": f"worker exited with {proc.returncode}: " + " | ".join(tail)}
-    try:
-        result: dict[str, Any] = json.loads(lines[-1])
-    except json.JSONDecodeError:
-        return {"error": f"unparseable worker output: {lines[-1][:200]}"}
+    result = _run_read_worker(request, timeout, module="benchmarks._write_worker")
     if "error" in result and "traceback" in result:
         print("      " + result["traceback"].strip().replace("\n", "\n      "), flush=True)
     return result

@@ -24,6 +24,7 @@ from airflow_provider_delta.core.log.replay import replay
 from airflow_provider_delta.core.log.segment import build_segment
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import LocalStorage
+from tests.snapshot_state import comparable_state
 
 SCHEMA = json.dumps(
     {
@@ -195,36 +196,6 @@ _first_commit = st.tuples(st.sampled_from(PROTOCOLS), metadata_actions(), _commi
 def logs(draw: st.DrawFn) -> tuple[list[list[dict[str, Any]]], int]:
     commits = [draw(_first_commit), *draw(st.lists(_commit_body, max_size=7))]
     return commits, draw(st.integers(0, len(commits) - 1))
-
-
-def _norm_dv(dv: Any) -> dict[str, Any] | None:
-    return None if dv is None else {k: v for k, v in dict(dv).items() if v is not None}
-
-
-def comparable_state(snapshot: Snapshot) -> dict[str, Any]:
-    """The reconciled state, minus what a checkpoint legitimately changes (dataChange, remove stats/tags)."""
-    files = {}
-    for add in snapshot.files():
-        d = add.to_dict()
-        d.pop("dataChange")
-        d["deletionVector"] = _norm_dv(add.deletion_vector)
-        files[add.key] = d
-    tombstones = {}
-    for rm in snapshot.tombstones():
-        d = rm.to_dict()
-        for key in ("dataChange", "stats", "tags"):
-            d.pop(key, None)
-        d["deletionVector"] = _norm_dv(rm.deletion_vector)
-        tombstones[rm.key] = d
-    return {
-        "version": snapshot.version,
-        "protocol": snapshot.protocol,
-        "metadata": snapshot.metadata.to_dict(),
-        "files": files,
-        "tombstones": tombstones,
-        "txns": {k: v.to_dict() for k, v in snapshot.transactions.items()},
-        "domains": {k: v.to_dict() for k, v in snapshot.domain_metadata.items()},
-    }
 
 
 @settings(max_examples=50, deadline=None)

@@ -33,6 +33,7 @@ from airflow_provider_delta.core.properties import InvalidPropertyError
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import LocalStorage
 from airflow_provider_delta.core.table import DeltaTable
+from tests.snapshot_state import comparable_state
 
 DAY_MS = 86_400_000
 SPECIAL = ["a b", "c/d", "é=ü", "100%", "x:y#z", None]
@@ -95,36 +96,6 @@ def _delta_rs_rows(path: Path) -> list[dict[str, Any]]:
 def _sorted_rows(table: pa.Table) -> list[dict[str, Any]]:
     rows = table.select(sorted(table.column_names)).to_pylist()
     return sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
-
-
-def _norm_dv(dv: Any) -> dict[str, Any] | None:
-    return None if dv is None else {k: v for k, v in dict(dv).items() if v is not None}
-
-
-def comparable_state(snapshot: Snapshot) -> dict[str, Any]:
-    """The reconciled state, minus what a checkpoint legitimately changes (dataChange, remove stats/tags)."""
-    files = {}
-    for add in snapshot.files():
-        d = add.to_dict()
-        d.pop("dataChange")
-        d["deletionVector"] = _norm_dv(add.deletion_vector)
-        files[add.key] = d
-    tombstones = {}
-    for rm in snapshot.tombstones():
-        d = rm.to_dict()
-        for key in ("dataChange", "stats", "tags"):
-            d.pop(key, None)
-        d["deletionVector"] = _norm_dv(rm.deletion_vector)
-        tombstones[rm.key] = d
-    return {
-        "version": snapshot.version,
-        "protocol": snapshot.protocol,
-        "metadata": snapshot.metadata.to_dict(),
-        "files": files,
-        "tombstones": tombstones,
-        "txns": {k: v.to_dict() for k, v in snapshot.transactions.items()},
-        "domains": {k: v.to_dict() for k, v in snapshot.domain_metadata.items()},
-    }
 
 
 @pytest.fixture(scope="module")
