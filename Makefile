@@ -12,7 +12,7 @@ BIN := $(VENV)/bin
 PY := $(BIN)/python
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 UV ?= $(shell command -v uv)
-EXTRAS ?= test
+EXTRAS ?= test,bench,spark,airflow
 comma := ,
 STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 
@@ -43,7 +43,7 @@ $(PY):
 	 else "$(PYTHON)" -m venv $(VENV); fi
 
 # Reinstalled whenever pyproject.toml changes. uv is used when on PATH, else installed into the venv.
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml requirements-overrides.txt | $(PY)
 	@echo "==> installing airflow-provider-delta[$(EXTRAS)] into $(VENV)"
 	@uv="$(UV)"; \
 	 if [ -z "$$uv" ]; then \
@@ -53,11 +53,12 @@ $(STAMP): pyproject.toml | $(PY)
 	     $(PY) -m pip install --quiet --disable-pip-version-check uv; \
 	   fi; \
 	 fi; \
-	 "$$uv" pip install --quiet --python $(PY) --compile-bytecode -e ".[$(EXTRAS)]"
+	 "$$uv" pip install --quiet --python $(PY) --compile-bytecode \
+	   --override requirements-overrides.txt -e ".[$(EXTRAS)]"
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
-install: $(STAMP) ## create .venv and install the package with its test tools (EXTRAS=test,spark,airflow for more)
+install: $(STAMP) ## create .venv and install the package with Spark, Airflow and the test tools
 
 venv: install
 
