@@ -18,6 +18,14 @@ class TableNotFoundError(DeltaError, FileNotFoundError):
         self.location = location
 
 
+class NotADeltaTableError(DeltaError):
+    """The location holds files but no Delta log: it is some other kind of data, not a Delta table."""
+
+    def __init__(self, message: str, *, location: str | None = None) -> None:
+        super().__init__(message)
+        self.location = location
+
+
 class TableAlreadyExistsError(DeltaError):
     """A table was to be created where one already exists."""
 
@@ -70,12 +78,38 @@ class SchemaEvolutionError(SchemaError):
     """A schema change is not allowed."""
 
 
+class DDLParseError(SchemaEvolutionError):
+    """A DDL statement (``ALTER TABLE ...``) does not parse; names the statement and position."""
+
+    def __init__(self, message: str, *, statement: str, position: int) -> None:
+        super().__init__(message)
+        self.statement = statement
+        self.position = position
+
+
 class SchemaMismatchError(SchemaError):
     """Data does not match the table's schema."""
 
 
 class PredicateError(ValueError, DeltaError):
     """A filter or predicate cannot be parsed or names an unknown column."""
+
+
+class MergeError(ValueError, DeltaError):
+    """A MERGE statement or builder is invalid: bad SQL, unknown or ambiguous column, type conflict.
+
+    ``clause`` names the part of the statement at fault (``"WHEN MATCHED clause 1 (UPDATE)"``,
+    ``"ON condition"``), ``column`` the column when there is one.
+    """
+
+    def __init__(self, message: str, *, clause: str | None = None, column: str | None = None) -> None:
+        super().__init__(message)
+        self.clause = clause
+        self.column = column
+
+
+class MergeMultipleMatchError(MergeError):
+    """More than one source row matched the same target row for an update or delete (ambiguous)."""
 
 
 class LogCorruptedError(DeltaError):
@@ -149,18 +183,46 @@ class CommitRetriesExhaustedError(CommitError):
     """Every attempt to rebase and commit lost the race."""
 
 
+class ChangeDataFeedError(DeltaError):
+    """The change data feed cannot serve the requested range (``version`` names the commit at fault)."""
+
+    def __init__(self, message: str, *, version: int | None = None) -> None:
+        super().__init__(message)
+        self.version = version
+
+
+class ChangeDataNotRecordedError(ChangeDataFeedError):
+    """A version in the requested range was committed without ``delta.enableChangeDataFeed``."""
+
+
+class ChangeDataSchemaError(ChangeDataFeedError, SchemaError):
+    """The requested range crosses a schema change the read schema cannot represent (rename, drop, type)."""
+
+
+class JobSpecError(ValueError, DeltaError):
+    """A Spark job's JSON spec or result is malformed (unknown job, missing table, bad option)."""
+
+
 __all__ = [
+    "ChangeDataFeedError",
+    "ChangeDataNotRecordedError",
+    "ChangeDataSchemaError",
     "CommitError",
     "CommitRetriesExhaustedError",
     "ConcurrentAppendException",
     "ConcurrentDeleteDeleteException",
     "ConcurrentDeleteReadException",
     "ConcurrentTransactionException",
+    "DDLParseError",
     "DataFileError",
     "DeltaConcurrentModificationException",
     "DeltaError",
+    "JobSpecError",
     "LogCorruptedError",
+    "MergeError",
+    "MergeMultipleMatchError",
     "MetadataChangedException",
+    "NotADeltaTableError",
     "PredicateError",
     "ProtocolChangedException",
     "ProtocolError",

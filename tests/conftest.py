@@ -6,8 +6,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+# Airflow settings must be in the environment before anything imports airflow.
+from tests.airflow_support import add_warning_filters, airflow_db, configure_airflow_env
 from tests.conformance import MISSING_MESSAGE, find_corpus
 from tests.conformance import copy_table as _copy_table
+
+configure_airflow_env()
+__all__ = ["airflow_db"]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Warning filters for real Airflow runs (tests/airflow_support.py)."""
+    add_warning_filters(config)
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -18,10 +18,15 @@ from airflow_provider_delta.core.actions import (
     RemoveFile,
     SetTransaction,
 )
+from airflow_provider_delta.core.cdf import ChangeBatch
+from airflow_provider_delta.core.schema_update import SchemaUpdate
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.core.transaction import Transaction
 from airflow_provider_delta.exceptions import (
+    ChangeDataFeedError,
+    ChangeDataNotRecordedError,
+    ChangeDataSchemaError,
     CommitError,
     CommitRetriesExhaustedError,
     ConcurrentAppendException,
@@ -29,6 +34,7 @@ from airflow_provider_delta.exceptions import (
     ConcurrentDeleteReadException,
     ConcurrentTransactionException,
     DataFileError,
+    DDLParseError,
     DeltaConcurrentModificationException,
     DeltaError,
     LogCorruptedError,
@@ -48,6 +54,10 @@ from airflow_provider_delta.exceptions import (
 __all__ = [
     "AddCDCFile",
     "AddFile",
+    "ChangeBatch",
+    "ChangeDataFeedError",
+    "ChangeDataNotRecordedError",
+    "ChangeDataSchemaError",
     "CommitError",
     "CommitInfo",
     "CommitRetriesExhaustedError",
@@ -55,6 +65,7 @@ __all__ = [
     "ConcurrentDeleteDeleteException",
     "ConcurrentDeleteReadException",
     "ConcurrentTransactionException",
+    "DDLParseError",
     "DataFileError",
     "DeltaConcurrentModificationException",
     "DeltaError",
@@ -71,6 +82,7 @@ __all__ = [
     "SchemaError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
+    "SchemaUpdate",
     "SetTransaction",
     "Snapshot",
     "TableAlreadyExistsError",

@@ -80,9 +80,12 @@ def create_table(
         InvalidPropertyError: an unknown ``delta.*`` property or an invalid value.
     """
     from airflow_provider_delta.core.schema.mapping import assign_column_mapping, column_mapping_mode
+    from airflow_provider_delta.core.session import write_defaults
 
     struct = _as_struct(schema)
-    configuration = validate_properties(dict(properties or {}))
+    # Session defaults (Delta's spark.databricks.delta.properties.defaults.*) apply to new tables only,
+    # and the creation's own properties win.
+    configuration = validate_properties({**write_defaults().table_properties, **(properties or {})})
     lowered = [n.lower() for n in struct.names]
     if len(set(lowered)) != len(lowered):
         raise SchemaError(f"Cannot create table {location!r}: duplicate column names in {list(struct.names)}")
@@ -228,8 +231,13 @@ def append(
     app_id: str | None = None,
     app_version: int | None = None,
     isolation_level: Any = None,
+    schema_mode: str | None = None,
 ) -> int | None:
-    """Append rows; returns the committed version, or None when (app_id, app_version) already landed."""
+    """Append rows; returns the committed version, or None when (app_id, app_version) already landed.
+
+    ``schema_mode="merge"`` (or the session's ``auto_merge_schema``) adds the data's new columns and
+    struct fields to the schema in the same commit (see :mod:`airflow_provider_delta.core.schema_write`).
+    """
     if (app_id is None) != (app_version is None):
         raise DeltaError("Cannot append: pass app_id and app_version together (idempotent writes need both)")
     txn = Transaction(
@@ -243,6 +251,9 @@ def append(
         if done is not None and done >= app_version:
             return None
         txn.set_app_transaction(app_id, app_version)
+    from airflow_provider_delta.core.schema_write import stage_schema_evolution
+
+    snapshot = stage_schema_evolution(txn, snapshot, data, schema_mode=schema_mode, operation="append")
     adds = write_files(snapshot, data)
     txn.add(*adds)
     txn.operation_metrics = _metrics_for_adds(adds)
@@ -281,9 +292,19 @@ def _partition_matches(snapshot: Snapshot, predicate: Any, add: AddFile) -> bool
 
 
 def _rewrite_without(
-    txn: Transaction, snapshot: Snapshot, predicate: Any, files: Sequence[AddFile]
+    txn: Transaction,
+    snapshot: Snapshot,
+    predicate: Any,
+    files: Sequence[AddFile],
+    *,
+    changes: list[pa.Table] | None = None,
 ) -> dict[str, int]:
-    """Remove the rows matching ``predicate`` from ``files``: drop whole files, rewrite partial ones."""
+    """Remove the rows matching ``predicate`` from ``files``: drop whole files, rewrite partial ones.
+
+    With ``changes`` (a list), the deleted rows of every file read are appended to it, tagged
+    ``delete`` for the change data feed. Whole files dropped by a partition-only predicate are not
+    read: the change feed serves them from their ``remove`` actions.
+    """
     from airflow_provider_delta.core.expressions import is_partition_only
 
     deleted = copied = removed = added = 0
@@ -302,6 +323,10 @@ def _rewrite_without(
         if hits == 0:
             continue
         keep = rows.filter(pc.invert(mask))
+        if changes is not None:
+            from airflow_provider_delta.core.cdf_write import tag_changes
+
+            changes.append(tag_changes(rows.filter(mask), "delete"))
         txn.remove(add)
         removed += 1
         deleted += hits
@@ -313,14 +338,27 @@ def _rewrite_without(
     return {"numRemovedFiles": removed, "numAddedFiles": added, "numDeletedRows": deleted, "numCopiedRows": copied}
 
 
-def _refuse_cdf_dml(snapshot: Snapshot, operation: str) -> None:
-    if snapshot.configuration.get("delta.enableChangeDataFeed", "false").lower() == "true":
-        raise UnsupportedFeatureError(
-            f"Cannot run {operation} on table {snapshot.location!r}: it has the change data feed enabled and "
-            "this engine does not write change data files for row-level changes yet. Help: run it through "
-            "Delta Lake on Spark, or unset delta.enableChangeDataFeed.",
-            features=("changeDataFeed",),
-        )
+def _change_rows(snapshot: Snapshot) -> list[pa.Table] | None:
+    """A list to collect change rows in when the table records its changes, else None."""
+    from airflow_provider_delta.core.cdf_write import cdf_enabled
+
+    return [] if cdf_enabled(snapshot) else None
+
+
+def record_changes(txn: Transaction, snapshot: Snapshot, changes: Sequence[pa.Table] | None) -> int:
+    """Write the collected change rows as ``_change_data`` files into ``txn``; returns the file count.
+
+    PROTOCOL.md "Change Data Files": once a commit has ``cdc`` actions, readers take every change
+    of that commit from them, so a caller that records some changes must record all of them.
+    """
+    from airflow_provider_delta.core.cdf_write import write_change_files
+
+    tables = [t for t in changes or () if t.num_rows]
+    if not tables:
+        return 0
+    cdc = write_change_files(snapshot, pa.concat_tables(tables, promote_options="permissive"))
+    txn.add_cdc(*cdc)
+    return len(cdc)
 
 
 def delete(snapshot: Snapshot, predicate: Any = None, *, isolation_level: Any = None) -> int | None:
@@ -329,26 +367,39 @@ def delete(snapshot: Snapshot, predicate: Any = None, *, isolation_level: Any = 
     params = {"predicate": orjson.dumps([_predicate_text(predicate)] if predicate is not None else []).decode()}
     txn = Transaction(snapshot, operation="DELETE", operation_parameters=params, isolation_level=isolation_level)
     files = txn.read_files(bound)
-    partition_only_all = bound is None
-    if not partition_only_all:
-        _refuse_cdf_dml(snapshot, "DELETE")
-    metrics = _rewrite_without(txn, snapshot, bound, files)
+    changes = _change_rows(snapshot)
+    metrics = _rewrite_without(txn, snapshot, bound, files, changes=changes)
     if metrics["numRemovedFiles"] == 0:
         return None
+    record_changes(txn, snapshot, changes)
     txn.operation_metrics = metrics
     return txn.commit()
 
 
 def overwrite(
-    snapshot: Snapshot, data: pa.Table, predicate: Any = None, *, isolation_level: Any = None
+    snapshot: Snapshot,
+    data: pa.Table,
+    predicate: Any = None,
+    *,
+    isolation_level: Any = None,
+    schema_mode: str | None = None,
+    partition_by: Sequence[str] | None = None,
 ) -> int:
     """Replace the table's rows (or those matching ``predicate``, Delta's replaceWhere) with ``data``.
 
+    ``schema_mode`` ``"merge"`` evolves the schema, ``"overwrite"`` replaces schema and partitioning
+    (``partition_by``) in the same commit (see :mod:`airflow_provider_delta.core.schema_write`).
+
     Raises:
         SchemaMismatchError: with a predicate, a row of ``data`` does not satisfy it.
+        SchemaEvolutionError: the schema cannot evolve as asked.
     """
+    from airflow_provider_delta.core.schema_write import stage_schema_evolution
+
     params: dict[str, Any] = {"mode": "Overwrite", "partitionBy": list(snapshot.partition_columns)}
     txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation_level)
+    snapshot = stage_schema_evolution(txn, snapshot, data, schema_mode=schema_mode, operation="overwrite",
+                                      partition_by=partition_by, predicate=predicate)
     if predicate is None:
         files = txn.read_files(None)
         txn.remove(*files)
@@ -366,11 +417,16 @@ def overwrite(
                     f"Cannot overwrite table {snapshot.location!r} where {_predicate_text(predicate)!r}: "
                     f"{outside} row(s) of the new data do not match the predicate"
                 )
-        from airflow_provider_delta.core.expressions import is_partition_only
+        changes = _change_rows(snapshot)
+        metrics = _rewrite_without(txn, snapshot, bound, txn.read_files(bound), changes=changes)
+        if changes:
+            # Delta's replaceWhere on data columns: when the removal wrote change rows, the new rows
+            # are recorded too (tagged insert), because a commit with cdc files is read from them only.
+            from airflow_provider_delta.core.cdf_write import tag_changes
+            from airflow_provider_delta.core.write.files import conform_to_table
 
-        if not is_partition_only(bound, snapshot.partition_columns):
-            _refuse_cdf_dml(snapshot, "OVERWRITE with a data predicate")
-        metrics = _rewrite_without(txn, snapshot, bound, txn.read_files(bound))
+            changes.append(tag_changes(conform_to_table(data, snapshot.schema), "insert"))
+            record_changes(txn, snapshot, changes)
     adds = write_files(snapshot, data)
     txn.add(*adds)
     txn.operation_metrics = {**metrics, **_metrics_for_adds(adds)}
@@ -390,7 +446,6 @@ def update(
 
     if not set:
         raise DeltaError("Cannot update: no assignments given (set={'column': 'sql expression'})")
-    _refuse_cdf_dml(snapshot, "UPDATE")
     arrow_schema = to_arrow_schema(snapshot.schema)
     assignments = {}
     for name, text in set.items():
@@ -405,6 +460,7 @@ def update(
     params = {"predicate": orjson.dumps([_predicate_text(predicate)] if predicate is not None else []).decode()}
     txn = Transaction(snapshot, operation="UPDATE", operation_parameters=params, isolation_level=isolation_level)
     updated = copied = removed = added = 0
+    changes = _change_rows(snapshot)
     for add in txn.read_files(bound):
         rows = read_file_rows(snapshot, add)
         mask = _rows_matching(bound, rows) if bound is not None else pa.array([True] * rows.num_rows)
@@ -421,9 +477,15 @@ def update(
                 raise SchemaMismatchError(
                     f"Cannot update column {name!r}: the value {str(expr)!r} does not fit type {target_type} ({err})"
                 ) from err
+        before = rows
         for name, new in new_values.items():
             idx = rows.schema.get_field_index(name)
             rows = rows.set_column(idx, rows.schema.field(idx), pc.if_else(mask, new, rows.column(idx)))
+        if changes is not None:
+            from airflow_provider_delta.core.cdf_write import tag_changes
+
+            changes.append(tag_changes(before.filter(mask), "update_preimage"))
+            changes.append(tag_changes(rows.filter(mask), "update_postimage"))
         new_files = write_files(snapshot, rows)
         txn.remove(add)
         txn.add(*new_files)
@@ -433,6 +495,7 @@ def update(
         added += len(new_files)
     if removed == 0:
         return None
+    record_changes(txn, snapshot, changes)
     txn.operation_metrics = {
         "numUpdatedRows": updated, "numCopiedRows": copied, "numRemovedFiles": removed, "numAddedFiles": added,
     }

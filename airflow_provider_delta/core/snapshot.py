@@ -164,6 +164,19 @@ class Snapshot:
         check_readable(self.protocol, location=self.location, version=self.version)
 
 
+def _promote_young_objects() -> None:
+    """Move every object the collector tracks into its oldest generation, without scanning them.
+
+    The state's objects are long-lived, but they are all young: the first collection after replay
+    would traverse each of them (~30 ms per 100,000 files), then again on promotion to the middle
+    generation. ``freeze`` + ``unfreeze`` moves them straight to the oldest generation in constant
+    time. It is skipped when the application froze objects itself (``unfreeze`` would release them).
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+
+
 def load_snapshot(storage: Storage, location: str, version: int | None = None) -> Snapshot:
     """Replay the log of ``location`` up to ``version`` (the latest when None).
 
@@ -182,6 +195,7 @@ def load_snapshot(storage: Storage, location: str, version: int | None = None) -
         state = replay(storage, segment)
     finally:
         if gc_was_enabled:
+            _promote_young_objects()
             gc.enable()
     snapshot = Snapshot(storage, location, segment, state)
     snapshot.check_readable()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_delta.core import history as _history
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
@@ -16,8 +16,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from airflow_provider_delta.core.actions import AddFile, Metadata, Protocol, RemoveFile
+    from airflow_provider_delta.core.cdf import ChangeBatch
     from airflow_provider_delta.core.history import TimestampLike
+    from airflow_provider_delta.core.merge.builder import MergeBuilder
     from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.schema_update import SchemaUpdate
     from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.transaction import Transaction
 
@@ -143,6 +146,58 @@ class DeltaTable:
 
         return scan_to_arrow(self._snapshot, columns=columns, filter=filter)
 
+    def changes(
+        self,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        starting_timestamp: TimestampLike | None = None,
+        ending_timestamp: TimestampLike | None = None,
+        *,
+        allow_out_of_range: bool = False,
+        max_files: int | None = None,
+        max_bytes: int | None = None,
+    ) -> pa.Table:
+        """The change data feed: rows changed between two versions, inclusive (see ``core.cdf``).
+
+        The table's columns plus ``_change_type``, ``_commit_version`` and ``_commit_timestamp``.
+        With ``max_files``/``max_bytes``, use :meth:`changes_batch` to learn where to continue.
+
+        Example:
+            >>> t.changes(3, 5).column("_change_type").to_pylist()  # doctest: +SKIP
+            ['update_preimage', 'update_postimage', 'delete']
+        """
+        return self.changes_batch(
+            starting_version, ending_version, starting_timestamp, ending_timestamp,
+            allow_out_of_range=allow_out_of_range, max_files=max_files, max_bytes=max_bytes,
+        ).changes
+
+    def changes_batch(
+        self,
+        starting_version: int | None = None,
+        ending_version: int | None = None,
+        starting_timestamp: TimestampLike | None = None,
+        ending_timestamp: TimestampLike | None = None,
+        *,
+        allow_out_of_range: bool = False,
+        max_files: int | None = None,
+        max_bytes: int | None = None,
+    ) -> ChangeBatch:
+        """Like :meth:`changes`, with the versions read and ``next_starting_version`` for the next call.
+
+        Example:
+            >>> batch = t.changes_batch(0, max_files=100)                  # doctest: +SKIP
+            >>> batch.end_version, batch.next_starting_version, batch.is_complete  # doctest: +SKIP
+            (4, 5, False)
+        """
+        from airflow_provider_delta.core.cdf import read_changes
+
+        self._snapshot = self._snapshot.advance()
+        return read_changes(
+            self._snapshot, starting_version=starting_version, ending_version=ending_version,
+            starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp,
+            allow_out_of_range=allow_out_of_range, max_files=max_files, max_bytes=max_bytes,
+        )
+
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """commitInfo per version, newest first; each dict has ``version`` and ``timestamp`` (ms)."""
         return _history.history(self.storage, self.version, limit)
@@ -191,22 +246,39 @@ class DeltaTable:
         app_version: int | None = None,
         *,
         isolation_level: Any = None,
+        schema_mode: Literal["merge"] | None = None,
     ) -> int | None:
         """Append rows as new files; returns the new version.
 
         With ``app_id``/``app_version`` the write is idempotent: when the table already records
         that application at that version or later, nothing is written and None is returned.
+        ``schema_mode="merge"`` (Delta's mergeSchema; default: the session's ``auto_merge_schema``)
+        adds the data's new columns and struct fields to the schema in the same commit.
         """
         from airflow_provider_delta.core.operations import append
 
         return self._after(append(self._latest(), data, app_id=app_id, app_version=app_version,
-                                  isolation_level=isolation_level))
+                                  isolation_level=isolation_level, schema_mode=schema_mode))
 
-    def overwrite(self, data: pa.Table, predicate: Any = None, *, isolation_level: Any = None) -> int:
-        """Replace all rows, or only those matching ``predicate`` (Delta's replaceWhere), with ``data``."""
+    def overwrite(
+        self,
+        data: pa.Table,
+        predicate: Any = None,
+        *,
+        isolation_level: Any = None,
+        schema_mode: Literal["merge", "overwrite"] | None = None,
+        partition_by: Sequence[str] | None = None,
+    ) -> int:
+        """Replace all rows, or only those matching ``predicate`` (Delta's replaceWhere), with ``data``.
+
+        ``schema_mode="merge"`` evolves the schema; ``"overwrite"`` (Delta's overwriteSchema, not with a
+        predicate) replaces the schema and the partitioning with ``partition_by`` (unpartitioned when
+        not given, as in Delta).
+        """
         from airflow_provider_delta.core.operations import overwrite
 
-        version = overwrite(self._latest(), data, predicate, isolation_level=isolation_level)
+        version = overwrite(self._latest(), data, predicate, isolation_level=isolation_level,
+                            schema_mode=schema_mode, partition_by=partition_by)
         self._after(version)
         return version
 
@@ -227,6 +299,72 @@ class DeltaTable:
         from airflow_provider_delta.core.operations import update
 
         return self._after(update(self._latest(), predicate, set or {}, isolation_level=isolation_level))
+
+    def merge(
+        self,
+        source: Any,
+        condition: str,
+        *,
+        source_alias: str = "source",
+        target_alias: str = "target",
+        schema_evolution: bool | None = None,
+        isolation_level: Any = None,
+    ) -> MergeBuilder:
+        """Start a MERGE of ``source`` (a pyarrow Table, batch reader or dataset) into this table.
+
+        Add clauses with ``when_matched_update[_all]``, ``when_matched_delete``,
+        ``when_not_matched_insert[_all]``, ``when_not_matched_by_source_update|delete``, then
+        ``execute()`` for Delta's merge metrics and the new ``version``. ``schema_evolution=None``
+        takes the session default (``auto_merge_schema``).
+
+        Example:
+            >>> t.merge(src, "t.id = s.id", source_alias="s", target_alias="t") \\
+            ...     .when_matched_update_all().when_not_matched_insert_all().execute()  # doctest: +SKIP
+        """
+        from airflow_provider_delta.core.merge.builder import MergeBuilder
+
+        return MergeBuilder(self, source, condition, source_alias=source_alias, target_alias=target_alias,
+                            schema_evolution=schema_evolution, isolation_level=isolation_level)
+
+    def merge_sql(self, statement: str, source: Any, *, isolation_level: Any = None) -> dict[str, Any]:
+        """Run a ``MERGE [WITH SCHEMA EVOLUTION] INTO ... USING ...`` statement on this table.
+
+        ``source`` is the source rows, or a mapping from the name after ``USING`` to the rows. The
+        name after ``INTO`` is informational (this table is the target). Returns what ``execute()`` does.
+
+        Example:
+            >>> t.merge_sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * "
+            ...             "WHEN NOT MATCHED THEN INSERT *", source=src)  # doctest: +SKIP
+        """
+        from airflow_provider_delta.core.merge.builder import run_merge_sql
+
+        return run_merge_sql(self, statement, source, isolation_level=isolation_level)
+
+    def update_schema(self, *, isolation_level: Any = None) -> SchemaUpdate:
+        """Stage schema and property changes, committed as one metadata change (see ``SchemaUpdate``).
+
+        Example:
+            >>> with t.update_schema() as u:                          # doctest: +SKIP
+            ...     u.add_column("colB.nested", "STRING", after="field1").rename_column("colA", "a")
+        """
+        from airflow_provider_delta.core.schema_update import SchemaUpdate
+
+        return SchemaUpdate(self, isolation_level=isolation_level)
+
+    def alter(self, statement: str) -> int | None:
+        """Run one ``ALTER TABLE`` statement from Delta's docs; returns the new version.
+
+        ``ADD COLUMNS``, ``ALTER|CHANGE COLUMN``, ``REPLACE COLUMNS``, ``RENAME COLUMN``,
+        ``DROP COLUMN[S]``, ``SET``/``UNSET TBLPROPERTIES``; the ``ALTER TABLE <name>`` prefix is optional.
+
+        Raises:
+            DDLParseError: the statement does not parse (names statement and position).
+            SchemaEvolutionError: the change is not allowed (names the column and the reason).
+
+        Example:
+            >>> t.alter("ALTER TABLE t ADD COLUMNS (colB.nested STRING AFTER field1)")  # doctest: +SKIP
+        """
+        return self.update_schema().apply(statement).commit()
 
     def transaction(
         self,

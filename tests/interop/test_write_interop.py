@@ -427,7 +427,7 @@ def test_tables_with_table_features_are_read_by_delta_rs(tmp_path, properties):
     t = DeltaTable.create(location, schema, partition_by=["p"], properties=properties)
     for i in range(1, 4):
         t.append(pa.Table.from_pydict({"id": [i, i + 10], "p": ["a", "b"]}, schema=schema))
-    if "delta.appendOnly" not in properties and "delta.enableChangeDataFeed" not in properties:
+    if "delta.appendOnly" not in properties:
         t.update("id = 1", {"id": "100"})
         t.delete("p = 'b'")
     _assert_every_version_identical(location)

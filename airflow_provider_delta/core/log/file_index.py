@@ -44,13 +44,15 @@ class FileIndex(Generic[V]):
 
     def values(self) -> Iterator[V]:
         """Every entry, base first."""
+        if not self._removed and not self._added:
+            return iter(self._base.values())
+        return self._merged_values()
+
+    def _merged_values(self) -> Iterator[V]:
         removed, added = self._removed, self._added
-        if removed or added:
-            for k, v in self._base.items():
-                if k not in removed and k not in added:
-                    yield v
-        else:
-            yield from self._base.values()
+        for k, v in self._base.items():
+            if k not in removed and k not in added:
+                yield v
         yield from added.values()
 
     def updated(self, puts: Iterable[tuple[K, V]], deletes: Iterable[K]) -> FileIndex[V]:

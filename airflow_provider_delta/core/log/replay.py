@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import orjson
 
@@ -22,7 +21,6 @@ from airflow_provider_delta.core.actions import (
     Protocol,
     RemoveFile,
     SetTransaction,
-    dv_unique_id,
 )
 from airflow_provider_delta.core.log.checkpoint_read import apply_checkpoint
 from airflow_provider_delta.exceptions import LogCorruptedError
@@ -88,13 +86,15 @@ class ReplayState:
 
     def add_files(self, adds: Iterable[AddFile]) -> None:
         """Record adds (from a checkpoint, where no key repeats)."""
-        files = self.files
+        adds = list(adds)
+        self.add_keyed_files([a.key for a in adds], adds)
+
+    def add_keyed_files(self, keys: list[FileKey], adds: list[AddFile]) -> None:
+        """Record adds whose keys the caller computed (``keys[i]`` is ``adds[i].key``)."""
+        self.files.update(zip(keys, adds, strict=True))
         tombstones = self.tombstones
-        for add in adds:
-            path, dv = add.path, add.deletion_vector
-            key = (unquote(path) if "%" in path else path, dv_unique_id(dv) if dv else None)
-            files[key] = add
-            if tombstones:
+        if tombstones:
+            for key in keys:
                 tombstones.pop(key, None)
 
     def add_tombstones(self, removes: Iterable[RemoveFile]) -> None:

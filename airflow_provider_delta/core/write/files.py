@@ -49,6 +49,7 @@ from airflow_provider_delta.core.schema.types import (
     IntegerType,
     LongType,
     MapType,
+    NullType,
     ShortType,
     StringType,
     StructField,
@@ -96,6 +97,7 @@ def write_data_files(
     target_file_rows: int = 1_000_000,
     file_prefix: str = "part",
     compression: str = "snappy",
+    change_data: bool = False,
 ) -> list[AddFile]:
     """Write ``data`` as Parquet data files of the table and return their ``add`` actions.
 
@@ -111,6 +113,9 @@ def write_data_files(
         target_file_rows: the most rows a file gets.
         file_prefix: first part of the file names (``part`` as Spark).
         compression: Parquet codec: ``snappy``, ``zstd``, ``gzip``, ``lz4``, ``brotli`` or ``none``.
+        change_data: write change data files instead (PROTOCOL.md "Change Data Files"): under
+            ``_change_data/<partition folders>/``, named ``cdc-NNNNN-<uuid>.c000.<codec>.parquet`` as
+            Spark does, without statistics. ``schema`` then includes the ``_change_type`` column.
 
     Returns:
         One action per written file, in write order; ``[]`` when ``data`` has no rows.
@@ -126,7 +131,7 @@ def write_data_files(
         schema=schema,
         partition_columns=partition_columns,
         configuration=configuration,
-        options=_Options(data_change, target_file_rows, file_prefix, compression),
+        options=_Options(data_change, target_file_rows, file_prefix, compression, change_data),
     )
     pending = _Pending(target_file_rows)
     for table in _tables(data):
@@ -160,6 +165,7 @@ class _Options:
     target_file_rows: int
     file_prefix: str
     compression: str
+    change_data: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.target_file_rows, bool) or self.target_file_rows < 1:
@@ -563,7 +569,10 @@ class _FileWriter:
         mode = column_mapping_mode(configuration)
         fields = _resolve_partition_fields(schema, partition_columns)
         partition_names = {f.name for f in fields}
-        data_schema = StructType(tuple(f for f in schema.fields if f.name not in partition_names))
+        # Delta drops NullType (void) columns from the files and keeps them in the schema only.
+        data_schema = StructType(tuple(
+            f for f in schema.fields if f.name not in partition_names and not isinstance(f.type, NullType)
+        ))
         return cls(
             storage=storage,
             schema=schema,
@@ -584,14 +593,19 @@ class _FileWriter:
     def write(self, table: pa.Table, key: PartitionKey) -> None:
         """Write one file of ``table`` (logical names, no partition columns) for partition ``key``."""
         values = dict(zip(self.partition_keys, key, strict=True))
-        stats = collect_stats(
-            table, self.schema, configuration=self.configuration, partition_columns=self.partition_names
-        )
-        name = (
-            f"{self.options.file_prefix}-{len(self.added):05d}-{uuid.uuid4()}-c000"
-            f"{_CODEC_EXTENSIONS[self.options.compression.lower()]}.parquet"
-        )
+        codec = _CODEC_EXTENSIONS[self.options.compression.lower()]
         folder = partition_path(self.partition_keys, values)
+        stats: str | None
+        if self.options.change_data:
+            # Spark: _change_data/<partition folders>/cdc-00000-<uuid>.c000.snappy.parquet, no stats.
+            stats = None
+            name = f"cdc-{len(self.added):05d}-{uuid.uuid4()}.c000{codec}.parquet"
+            folder = f"_change_data/{folder}" if folder else "_change_data"
+        else:
+            stats = collect_stats(
+                table, self.schema, configuration=self.configuration, partition_columns=self.partition_names
+            )
+            name = f"{self.options.file_prefix}-{len(self.added):05d}-{uuid.uuid4()}-c000{codec}.parquet"
         path = _uri_encode(f"{folder}/{name}" if folder else name)
         size, mtime = self._write_parquet(self._physical(table), path)
         self.added.append(
@@ -607,6 +621,8 @@ class _FileWriter:
 
     def _physical(self, table: pa.Table) -> pa.Table:
         # Same layout, other names (and field ids): a zero-copy view of every chunk.
+        if table.num_columns != len(self.file_schema):  # void columns are not written
+            table = table.select([i for i, f in enumerate(table.schema) if not pa.types.is_null(f.type)])
         columns = [
             pa.chunked_array([chunk.view(f.type) for chunk in column.chunks], type=f.type)
             for column, f in zip(table.columns, self.file_schema, strict=True)

@@ -535,17 +535,6 @@ def test_append_only_table_refuses_delete_and_overwrite(tmp_path):
     assert t.append(pa.table({"id": pa.array([3], pa.int64())})) == 2
 
 
-def test_row_level_change_on_a_change_data_feed_table_is_refused(tmp_path):
-    t = DeltaTable.create(
-        str(tmp_path / "t"),
-        pa.schema([("id", pa.int64())]),
-        properties={"delta.enableChangeDataFeed": "true"},
-    )
-    t.append(pa.table({"id": pa.array([1, 2], pa.int64())}))
-    _fails(t, lambda t: t.update("id = 1", {"id": "5"}), UnsupportedFeatureError, "change data feed")
-    _fails(t, lambda t: t.delete("id = 1"), UnsupportedFeatureError, "change data feed")
-
-
 # -- creation --------------------------------------------------------------------------------------
 
 

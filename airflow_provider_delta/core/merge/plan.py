@@ -1,0 +1,753 @@
+"""Plan a MERGE: resolve its clauses against the target and source, evolve the schema, prune files.
+
+The plan is engine-neutral: bound expressions (evaluated over rows laid out as one struct column per
+alias, see :func:`airflow_provider_delta.core.expressions.bind`), the schema the commit will have,
+the equi-join keys, and the predicate that selects the target files that can hold affected rows.
+An executor (:mod:`airflow_provider_delta.core.merge.local`, or Spark) turns it into files and actions.
+
+Schema evolution follows Delta Lake (``MERGE WITH SCHEMA EVOLUTION`` / ``autoMerge``):
+
+- ``UPDATE SET *`` / ``INSERT *`` without evolution assign every *target* column from the source
+  column of the same name (missing in the source: error; extra source columns: ignored);
+  ``EXCEPT`` names target columns, which an update leaves unchanged and an insert sets to NULL.
+- With evolution they assign every *source* column: new ones are added to the table (at the end,
+  also inside structs and struct map values); target columns missing from the source stay unchanged
+  (update) or NULL (insert); ``EXCEPT`` names source columns, and an excluded new column is not added.
+- An explicit assignment adds a column only when its value is the source column of the same name
+  (``SET t.new = s.new``, ``SET t.a.new = s.a.new``); expressions, renames and casts never do.
+
+Example:
+    >>> plan = plan_merge(snapshot, spec, source_table)   # doctest: +SKIP
+    >>> plan.schema.names, [str(k) for k in plan.keys]     # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_delta.core.expressions import (
+    And,
+    Column,
+    Comparison,
+    Expr,
+    In,
+    Literal,
+    Or,
+    bind,
+    conjuncts,
+    parse_expression,
+    parse_predicate,
+    to_sql,
+)
+from airflow_provider_delta.core.schema.arrow import from_arrow_schema, to_arrow_schema, to_arrow_type
+from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructField, StructType
+from airflow_provider_delta.exceptions import MergeError, PredicateError, SchemaError, SchemaEvolutionError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from airflow_provider_delta.core.merge.model import MergeClause, MergeSpec
+    from airflow_provider_delta.core.snapshot import Snapshot
+
+__all__ = ["Assignment", "JoinKey", "MergePlan", "PlannedClause", "plan_merge"]
+
+_IN_LIST_LIMIT = 1000  # partition keys: an IN list of the source's distinct values up to this many
+
+
+@dataclass(frozen=True)
+class Assignment:
+    """``target path = value``: the path in the evolved schema's spelling, the value bound in the clause scope."""
+
+    path: tuple[str, ...]
+    value: Expr
+
+
+@dataclass(frozen=True)
+class PlannedClause:
+    """A resolved clause. ``assignments`` is empty for DELETE."""
+
+    kind: str
+    action: str
+    label: str
+    condition: Expr | None
+    assignments: tuple[Assignment, ...]
+
+
+@dataclass(frozen=True)
+class JoinKey:
+    """An equality of the join condition: target field path = source field path."""
+
+    target: tuple[str, ...]
+    source: tuple[str, ...]
+    target_type: pa.DataType
+    source_type: pa.DataType
+
+    def __str__(self) -> str:
+        return f"{'.'.join(self.target)} = {'.'.join(self.source)}"
+
+
+@dataclass(frozen=True)
+class MergePlan:
+    """Everything an executor needs. Expressions in the pair scope read struct columns named by the aliases."""
+
+    target_alias: str
+    source_alias: str
+    current_schema: StructType
+    schema: StructType
+    keys: tuple[JoinKey, ...]
+    target_filter: Expr | None  # target-only conjuncts of the condition, over plain target columns
+    source_filter: Expr | None  # source-only conjuncts, over plain source columns
+    residual: Expr | None  # the rest of the condition, in the pair scope
+    matched: tuple[PlannedClause, ...]
+    not_matched: tuple[PlannedClause, ...]
+    not_matched_by_source: tuple[PlannedClause, ...]
+    file_predicate: Expr | None  # target files that may hold affected rows; None: all of them
+    duplicates_allowed: bool  # only an unconditional DELETE on match: several source rows may match
+    operation_parameters: dict[str, Any]
+
+    @property
+    def evolved(self) -> bool:
+        """Whether the merge changes the table schema."""
+        return self.schema != self.current_schema
+
+
+# --------------------------------------------------------------------------------------- helpers
+
+
+def _walk(expr: Expr) -> Iterator[Expr]:
+    yield expr
+    for child in expr.children():
+        yield from _walk(child)
+
+
+def _map_columns(expr: Expr, fn: Callable[[Column], Expr]) -> Expr:
+    """Rebuild ``expr`` with every column replaced by ``fn(column)``."""
+    if isinstance(expr, Column):
+        return fn(expr)
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(expr):
+        value = getattr(expr, f.name)
+        if isinstance(value, Expr):
+            changes[f.name] = _map_columns(value, fn)
+        elif isinstance(value, tuple) and any(isinstance(v, Expr) for v in value):
+            changes[f.name] = tuple(_map_columns(v, fn) if isinstance(v, Expr) else v for v in value)
+    return dataclasses.replace(expr, **changes) if changes else expr
+
+
+def _qualifiers_of(expr: Expr) -> set[str | None]:
+    return {node.qualifier for node in _walk(expr) if isinstance(node, Column)}
+
+
+def _unqualified(expr: Expr) -> Expr:
+    return _map_columns(expr, lambda c: Column(None, c.path, c.dtype))
+
+
+def _find_path(struct: StructType, path: Sequence[str]) -> tuple[str, ...] | None:
+    """``path`` in the schema's spelling (names ignore case), or None when some step is missing."""
+    out: list[str] = []
+    current: DataType = struct
+    for name in path:
+        if not isinstance(current, StructType):
+            return None
+        try:
+            f = current.get(name, case_sensitive=False)
+        except SchemaError:
+            return None
+        if f is None:
+            return None
+        out.append(f.name)
+        current = f.type
+    return tuple(out)
+
+
+def _field_at(struct: StructType, path: Sequence[str]) -> StructField:
+    current: DataType = struct
+    found: StructField | None = None
+    for name in path:
+        assert isinstance(current, StructType)
+        found = current.field(name)
+        current = found.type
+    assert found is not None
+    return found
+
+
+def _wrap(path: Sequence[str], leaf: StructField) -> StructField:
+    """``leaf`` nested in structs named by ``path[:-1]`` (for a nested new field)."""
+    f = leaf
+    for name in reversed(path[:-1]):
+        f = StructField(name, StructType((f,)), True)
+    return f
+
+
+def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str | None:
+    """Why a value of Arrow type ``value`` cannot be stored in a ``target`` column, or None when it can."""
+    if value is None or pa.types.is_null(value):
+        return None
+    if isinstance(target, StructType):
+        if not pa.types.is_struct(value):
+            return f"{path!r} is a struct, the value is {value}"
+        for i in range(value.num_fields):
+            child = value.field(i)
+            f = target.get(child.name, case_sensitive=False)
+            if f is None:
+                return f"the value has field {path + '.' + child.name!r}, which the target struct lacks"
+            reason = _assignable(child.type, f.type, f"{path}.{f.name}")
+            if reason:
+                return reason
+        return None
+    if isinstance(target, ArrayType):
+        if not (pa.types.is_list(value) or pa.types.is_large_list(value)):
+            return f"{path!r} is an array, the value is {value}"
+        return _assignable(value.value_type, target.element_type, f"{path}.element")
+    if isinstance(target, MapType):
+        if not pa.types.is_map(value):
+            return f"{path!r} is a map, the value is {value}"
+        return _assignable(value.key_type, target.key_type, f"{path}.key") or _assignable(
+            value.item_type, target.value_type, f"{path}.value"
+        )
+    from airflow_provider_delta.core.schema.arrow import from_arrow_type
+
+    try:
+        source = from_arrow_type(value)
+    except SchemaError:
+        return f"the value type {value} is not a Delta type"
+    if isinstance(source, (StructType, ArrayType, MapType)) or not _store_assignable(source, target):
+        return f"{path!r} has type {target.simple_string()}, the value has type {source.simple_string()}"
+    return None
+
+
+def _store_assignable(source: DataType, target: DataType) -> bool:
+    """Spark's ANSI store assignment: numbers widen or narrow (checked), anything becomes a string,
+    dates and timestamps convert; strings never become numbers, booleans or dates implicitly."""
+    from airflow_provider_delta.core.schema import types as t
+
+    if type(source) is type(target) or isinstance(source, t.NullType):
+        return True
+    numeric = (t.ByteType, t.ShortType, t.IntegerType, t.LongType, t.FloatType, t.DoubleType, t.DecimalType)
+    temporal = (t.DateType, t.TimestampType, t.TimestampNtzType)
+    if isinstance(target, numeric):
+        return isinstance(source, numeric)
+    if isinstance(target, t.StringType):
+        return not isinstance(source, (t.BinaryType,))
+    if isinstance(target, temporal):
+        return isinstance(source, temporal)
+    return isinstance(target, t.BinaryType) and isinstance(source, t.StringType)
+
+
+# --------------------------------------------------------------------------------------- planner
+
+
+class _Planner:
+    def __init__(self, snapshot: Snapshot, spec: MergeSpec, source: pa.Table) -> None:
+        self.location = snapshot.location
+        self.spec = spec
+        self.ta, self.sa = spec.target_alias, spec.source_alias
+        if not self.ta or not self.sa or self.ta.lower() == self.sa.lower():
+            raise MergeError(
+                f"Cannot merge into table {self.location!r}: the source and target aliases must be distinct "
+                f"and non-empty (found {self.sa!r} and {self.ta!r})",
+                clause="aliases",
+            )
+        self.target = snapshot.schema
+        self.partition_columns = {c.lower() for c in snapshot.partition_columns}
+        self.source_table = source
+        try:
+            self.source = from_arrow_schema(source.schema)
+        except SchemaError as err:
+            raise MergeError(
+                f"Cannot merge into table {self.location!r}: the source schema: {err}", clause="source"
+            ) from err
+        self.target_arrow = to_arrow_schema(self.target)
+        self.source_arrow = source.schema
+        self.evolution = spec.schema_evolution
+
+    # -- binding
+    def scope(self, *aliases: str) -> tuple[pa.Schema, dict[str, pa.Schema]]:
+        schemas = {self.ta: self.target_arrow, self.sa: self.source_arrow}
+        layout = pa.schema([pa.field(a, pa.struct(list(schemas[a]))) for a in aliases])
+        return layout, {a: schemas[a] for a in aliases}
+
+    def parse(self, text: str, where: str, *, predicate: bool) -> Expr:
+        parse = parse_predicate if predicate else parse_expression
+        try:
+            expr = parse(text, qualifiers=(self.ta, self.sa))
+        except PredicateError as err:
+            raise MergeError(f"{err} (in the {where})", clause=where) from err
+        return expr
+
+    def qualify(self, expr: Expr, aliases: Sequence[str], where: str) -> Expr:
+        def fix(c: Column) -> Column:
+            if c.qualifier is not None:
+                return c
+            owners = []
+            for alias in aliases:
+                fields = self.target_arrow if alias == self.ta else self.source_arrow
+                if any(n.lower() == c.path[0].lower() for n in fields.names):
+                    owners.append(alias)
+            if len(owners) > 1:
+                raise MergeError(
+                    f"Cannot resolve column {c.name!r} in the {where}: the reference is ambiguous, both the "
+                    f"target and the source have it. Help: write {self.ta}.{c.name} or {self.sa}.{c.name}",
+                    clause=where,
+                    column=c.name,
+                )
+            return Column(owners[0], c.path, c.dtype) if owners else c
+
+        return _map_columns(expr, fix)
+
+    def bind(self, text: str, aliases: Sequence[str], where: str, *, predicate: bool) -> Expr:
+        expr = self.qualify(self.parse(text, where, predicate=predicate), aliases, where)
+        layout, qualifiers = self.scope(*aliases)
+        try:
+            bound = bind(expr, layout, qualifiers=qualifiers)
+        except PredicateError as err:
+            column = next((c.name for c in _walk(expr) if isinstance(c, Column)), None)
+            raise MergeError(f"{err} (in the {where})", clause=where, column=column) from err
+        if predicate:
+            from airflow_provider_delta.core.operations import require_boolean
+
+            try:
+                require_boolean(bound, text)
+            except PredicateError as err:
+                raise MergeError(f"{err} (in the {where})", clause=where) from err
+        return bound
+
+    def aliases_for(self, kind: str) -> tuple[str, ...]:
+        # Delta: INSERT sees only the source, NOT MATCHED BY SOURCE only the target.
+        return {
+            "matched": (self.ta, self.sa),
+            "not_matched": (self.sa,),
+            "not_matched_by_source": (self.ta,),
+        }[kind]
+
+    # -- clause validation
+    def check_clauses(self) -> None:
+        clauses = self.spec.clauses
+        if not clauses:
+            raise MergeError(
+                f"Cannot merge into table {self.location!r}: there must be at least one WHEN clause",
+                clause="statement",
+            )
+        for i, c in enumerate(clauses):
+            if not c.is_valid_action():
+                raise MergeError(
+                    f"Cannot merge into table {self.location!r}: {c.label(i)}: {c.action.upper()} "
+                    "is not allowed in this kind of clause",
+                    clause=c.label(i),
+                )
+            if c.except_ and not c.is_star:
+                raise MergeError(
+                    f"Cannot merge into table {self.location!r}: {c.label(i)}: EXCEPT needs "
+                    "UPDATE SET * or INSERT *",
+                    clause=c.label(i),
+                )
+            if c.kind == "not_matched_by_source" and c.is_star:
+                raise MergeError(
+                    f"Cannot merge into table {self.location!r}: {c.label(i)}: UPDATE SET * is "
+                    "not allowed when not matched by source (there is no source row)",
+                    clause=c.label(i),
+                )
+            later = [j for j in range(i + 1, len(clauses)) if clauses[j].kind == c.kind]
+            if c.condition is None and later:
+                raise MergeError(
+                    f"Cannot merge into table {self.location!r}: {c.label(i)} has no condition but is followed "
+                    f"by {clauses[later[0]].label(later[0])}; only the last clause of a kind may omit its "
+                    "condition",
+                    clause=c.label(i),
+                )
+
+    # -- assignments, pass 1: what the user wrote -> (target path, value, direct source path)
+    def raw_assignments(
+        self, c: MergeClause, where: str
+    ) -> list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]]:
+        aliases = self.aliases_for(c.kind)
+        if c.action == "delete":
+            return []
+        if c.is_star:
+            return self.star(c, where)
+        out = []
+        for column, value in c.assignments or ():
+            path = self.target_path(column, where)
+            expr = self.qualify(self.parse(value, where, predicate=False), aliases, where)
+            direct = expr.path if isinstance(expr, Column) and expr.qualifier == self.sa else None
+            out.append((path, expr, direct))
+        return out
+
+    def target_path(self, column: str, where: str) -> tuple[str, ...]:
+        try:
+            expr = parse_expression(column, qualifiers=(self.ta, self.sa))
+        except PredicateError:
+            return (column,)
+        if not isinstance(expr, Column):
+            raise MergeError(
+                f"Cannot merge into table {self.location!r}: {where}: {column!r} is not a column name",
+                clause=where,
+                column=column,
+            )
+        if expr.qualifier is not None and expr.qualifier.lower() == self.sa.lower():
+            raise MergeError(
+                f"Cannot merge into table {self.location!r}: {where}: cannot assign to source "
+                f"column {column!r}; the left side names a target column",
+                clause=where,
+                column=column,
+            )
+        return expr.path
+
+    def star(self, c: MergeClause, where: str) -> list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]]:
+        excluded = {e.strip("`").lower() for e in c.except_}
+        source_names = {n.lower() for n in self.source.names}
+        target_names = {n.lower() for n in self.target.names}
+        allowed = source_names | target_names if self.evolution else target_names
+        for name in c.except_:
+            if name.strip("`").lower() not in allowed:
+                side = "the source or the target" if self.evolution else "the target table"
+                raise MergeError(
+                    f"Cannot resolve column {name!r} in the EXCEPT list of {where}: no such column in {side}",
+                    clause=where,
+                    column=name,
+                )
+        out: list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]] = []
+        names = self.source.names if self.evolution else self.target.names
+        for name in names:
+            if name.lower() in excluded:
+                continue
+            src = self.source.get(name, case_sensitive=False)
+            if src is None:
+                raise MergeError(
+                    f"Cannot resolve column {name!r} in {where}: the source has no column {name!r} "
+                    f"(source columns: {', '.join(self.source.names)}). Help: enable schema evolution, add "
+                    f"EXCEPT ({name}), or assign the columns explicitly",
+                    clause=where,
+                    column=name,
+                )
+            out.append(((name,), Column(self.sa, (src.name,)), (src.name,)))
+        return out
+
+    # -- schema evolution
+    def evolve(
+        self, raw: list[tuple[str, list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]]]]
+    ) -> StructType:
+        from airflow_provider_delta.core.schema.evolution import as_nullable, merge_schemas
+
+        incoming = StructType(())
+        for where, assignments in raw:
+            for path, expr, direct in assignments:
+                exists = _find_path(self.target, path) is not None
+                same_name = direct is not None and [p.lower() for p in direct] == [p.lower() for p in path]
+                if not exists and not self.evolution:
+                    raise MergeError(
+                        f"Cannot resolve column {'.'.join(path)!r} in {where}: no such column in the target table "
+                        f"(columns: {', '.join(self.target.names)}). Help: enable schema evolution to add it",
+                        clause=where,
+                        column=".".join(path),
+                    )
+                if not exists and not same_name:
+                    raise SchemaEvolutionError(
+                        f"Cannot add column {'.'.join(path)!r} in {where}: schema evolution only adds columns "
+                        f"assigned directly from the source column of the same name, found {to_sql(expr)!r}. "
+                        f"Help: assign {self.sa}.{'.'.join(path)}, or add the column first"
+                    )
+                if self.evolution and same_name and direct is not None:
+                    src_path = _find_path(self.source, direct)
+                    if src_path is None:
+                        continue  # bind reports the unknown source column
+                    leaf = _field_at(self.source, src_path)
+                    target_prefix = _find_path(self.target, path[:-1]) or path[:-1]
+                    named = StructField(path[-1], as_nullable(leaf.type), True, leaf.metadata)
+                    incoming = self.merge(
+                        incoming, _wrap((*target_prefix, path[-1]), named), where, merge_schemas
+                    )
+        if not len(incoming):
+            return self.target
+        return self.merge(self.target, incoming, "schema evolution", merge_schemas, whole=True)
+
+    def merge(
+        self,
+        current: StructType,
+        incoming: StructType | StructField,
+        where: str,
+        merge_schemas: Any,
+        *,
+        whole: bool = False,
+    ) -> StructType:
+        other = incoming if isinstance(incoming, StructType) else StructType((incoming,))
+        try:
+            merged: StructType = merge_schemas(current, other, allow_implicit_conversions=True)
+        except SchemaEvolutionError as err:
+            raise SchemaEvolutionError(f"{err} (in the {where} of MERGE into {self.location!r})") from err
+        return merged
+
+    # -- assignments, pass 2: bind against the evolved schema
+    def resolve(
+        self,
+        c: MergeClause,
+        index: int,
+        raw: list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]],
+        schema: StructType,
+    ) -> PlannedClause:
+        where = c.label(index)
+        aliases = self.aliases_for(c.kind)
+        layout, qualifiers = self.scope(*aliases)
+        condition = (
+            self.bind(c.condition, aliases, f"condition of {where}", predicate=True) if c.condition else None
+        )
+        out: list[Assignment] = []
+        seen: list[tuple[str, ...]] = []
+        for path, expr, _direct in raw:
+            canonical = _find_path(schema, path)
+            if canonical is None:  # a step is not a struct
+                raise MergeError(
+                    f"Cannot resolve column {'.'.join(path)!r} in {where}: nested assignments "
+                    "reach into structs only",
+                    clause=where,
+                    column=".".join(path),
+                )
+            lowered = tuple(p.lower() for p in canonical)
+            for other in seen:
+                if other[: len(lowered)] == lowered or lowered[: len(other)] == other:
+                    raise MergeError(
+                        f"Cannot merge into table {self.location!r}: {where} assigns column "
+                        f"{'.'.join(canonical)!r} more than once",
+                        clause=where,
+                        column=".".join(canonical),
+                    )
+            seen.append(lowered)
+            try:
+                bound = bind(expr, layout, qualifiers=qualifiers)
+            except PredicateError as err:
+                raise MergeError(
+                    f"{err} (in {where}, assigning {'.'.join(canonical)!r})",
+                    clause=where,
+                    column=".".join(canonical),
+                ) from err
+            from airflow_provider_delta.core.expressions import _type_of
+
+            reason = _assignable(_type_of(bound), _field_at(schema, canonical).type, ".".join(canonical))
+            if reason:
+                raise MergeError(
+                    f"Cannot assign {to_sql(expr)!r} to column {'.'.join(canonical)!r} in {where}: {reason}",
+                    clause=where,
+                    column=".".join(canonical),
+                )
+            out.append(Assignment(canonical, bound))
+        return PlannedClause(c.kind, c.action, where, condition, tuple(out))
+
+    # -- the join condition
+    def split_condition(self) -> tuple[list[JoinKey], Expr | None, Expr | None, Expr | None]:
+        where = "ON condition"
+        bound = self.bind(self.spec.condition, (self.ta, self.sa), where, predicate=True)
+        keys: list[JoinKey] = []
+        target_only: list[Expr] = []
+        source_only: list[Expr] = []
+        residual: list[Expr] = []
+        for term in conjuncts(bound):
+            owners = _qualifiers_of(term)
+            key = self.as_key(term)
+            if key is not None:
+                keys.append(key)
+            elif owners == {self.ta}:
+                target_only.append(_unqualified(term))
+            elif owners == {self.sa}:
+                source_only.append(_unqualified(term))
+            else:
+                residual.append(term)
+        return keys, _and(target_only), _and(source_only), _and(residual)
+
+    def as_key(self, term: Expr) -> JoinKey | None:
+        if not (
+            isinstance(term, Comparison)
+            and term.op == "="
+            and isinstance(term.left, Column)
+            and isinstance(term.right, Column)
+        ):
+            return None
+        left, right = term.left, term.right
+        if left.qualifier == self.sa and right.qualifier == self.ta:
+            left, right = right, left
+        if left.qualifier != self.ta or right.qualifier != self.sa:
+            return None
+        lt, rt = left.dtype, right.dtype
+        if lt is None or rt is None or not _joinable(lt, rt):
+            return None
+        return JoinKey(left.path, right.path, lt, rt)
+
+
+def _and(terms: Sequence[Expr]) -> Expr | None:
+    if not terms:
+        return None
+    out = terms[0]
+    for t in terms[1:]:
+        out = And(out, t)
+    return out
+
+
+def _kind(t: pa.DataType) -> str | None:
+    if pa.types.is_integer(t) or pa.types.is_decimal(t):
+        return "exact"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+        return "binary"
+    if pa.types.is_date(t):
+        return "date"
+    if pa.types.is_timestamp(t):
+        return f"timestamp{t.tz is not None}"
+    if pa.types.is_boolean(t):
+        return "bool"
+    return None
+
+
+def _joinable(a: pa.DataType, b: pa.DataType) -> bool:
+    ka, kb = _kind(a), _kind(b)
+    return ka is not None and (ka == kb or {ka, kb} == {"exact", "float"})
+
+
+# ------------------------------------------------------------------------------------ file pruning
+
+
+def source_key_column(source: pa.Table, path: Sequence[str]) -> pa.ChunkedArray:
+    """The source column (or nested field) at ``path``."""
+    column = source.column(path[0])
+    for name in path[1:]:
+        column = pc.struct_field(column, name)
+    return column
+
+
+def _key_range(key: JoinKey, values: pa.ChunkedArray, partition: bool) -> Expr | None:
+    """``target BETWEEN min AND max`` of the source's key values (an IN list for partition columns)."""
+    column = Column(None, key.target, key.target_type)
+    kind = _kind(key.target_type)
+    if kind in (None, "float", "bool", "binary"):
+        return None
+    values = values.drop_null()
+    if len(values) == 0:
+        return Literal(False)
+    try:
+        if partition:
+            distinct = pc.unique(values)
+            if len(distinct) <= _IN_LIST_LIMIT:
+                cast = pc.cast(distinct, key.target_type)
+                return In(column, tuple(Literal(v, key.target_type) for v in cast.to_pylist()))
+        bounds = pc.min_max(values)
+        pair = pc.cast(pa.array([bounds["min"].as_py(), bounds["max"].as_py()], values.type), key.target_type)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None  # the source range does not fit the target type: no pruning on this key
+    low, high = pair.to_pylist()
+    return And(
+        Comparison(">=", column, Literal(low, key.target_type)),
+        Comparison("<=", column, Literal(high, key.target_type)),
+    )
+
+
+def _file_predicate(
+    planner: _Planner,
+    keys: Sequence[JoinKey],
+    target_filter: Expr | None,
+    source_filter: Expr | None,
+    by_source: Sequence[PlannedClause],
+) -> Expr | None:
+    source = planner.source_table
+    if source_filter is not None:
+        from airflow_provider_delta.core.expressions import evaluate
+
+        source = source.filter(pc.fill_null(evaluate(source_filter, source), False))
+    terms = [t for t in [target_filter] if t is not None]
+    for key in keys:
+        partition = len(key.target) == 1 and key.target[0].lower() in planner.partition_columns
+        term = _key_range(key, source_key_column(source, key.source), partition)
+        if term is not None:
+            terms.append(term)
+    matching = _and(terms) if (terms or keys) else None
+    if source.num_rows == 0:
+        matching = Literal(False)
+    if not by_source:
+        return matching
+    if any(c.condition is None for c in by_source):
+        return None
+    nmbs: Expr = _unqualified(by_source[0].condition)  # type: ignore[arg-type]
+    for c in by_source[1:]:
+        nmbs = Or(nmbs, _unqualified(c.condition))  # type: ignore[arg-type]
+    return None if matching is None else Or(matching, nmbs)
+
+
+# ------------------------------------------------------------------------------------------ entry
+
+
+def _operation_parameters(spec: MergeSpec) -> dict[str, Any]:
+    """Delta's MERGE operationParameters: predicate, then the clause predicates as JSON lists."""
+
+    def entries(kind: str) -> list[dict[str, str]]:
+        out = []
+        for c in spec.clauses:
+            if c.kind == kind:
+                entry = {"predicate": c.condition} if c.condition else {}
+                entry["actionType"] = c.action
+                out.append(entry)
+        return out
+
+    return {
+        "predicate": spec.condition,
+        "matchedPredicates": entries("matched"),
+        "notMatchedPredicates": entries("not_matched"),
+        "notMatchedBySourcePredicates": entries("not_matched_by_source"),
+    }
+
+
+def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: pa.Table) -> MergePlan:
+    """Resolve a MERGE against the snapshot's table and the source rows.
+
+    Args:
+        snapshot: the target table version the merge reads.
+        spec: the statement.
+        source: the source rows (their schema resolves source columns; their key values prune files).
+
+    Returns:
+        The plan.
+
+    Raises:
+        MergeError: invalid clauses, unknown or ambiguous columns, type conflicts (naming clause and column).
+        SchemaEvolutionError: an assignment would add a column schema evolution does not allow.
+    """
+    planner = _Planner(snapshot, spec, source)
+    planner.check_clauses()
+    keys, target_filter, source_filter, residual = planner.split_condition()
+    raw = [(c.label(i), planner.raw_assignments(c, c.label(i))) for i, c in enumerate(spec.clauses)]
+    schema = planner.evolve(raw)
+    planned = [planner.resolve(c, i, raw[i][1], schema) for i, c in enumerate(spec.clauses)]
+    matched = tuple(p for p in planned if p.kind == "matched")
+    by_source = tuple(p for p in planned if p.kind == "not_matched_by_source")
+    return MergePlan(
+        target_alias=planner.ta,
+        source_alias=planner.sa,
+        current_schema=planner.target,
+        schema=schema,
+        keys=tuple(keys),
+        target_filter=target_filter,
+        source_filter=source_filter,
+        residual=residual,
+        matched=matched,
+        not_matched=tuple(p for p in planned if p.kind == "not_matched"),
+        not_matched_by_source=by_source,
+        file_predicate=_file_predicate(planner, keys, target_filter, source_filter, by_source),
+        duplicates_allowed=len(matched) == 1
+        and matched[0].action == "delete"
+        and matched[0].condition is None,
+        operation_parameters=_operation_parameters(spec),
+    )
+
+
+def arrow_target_type(schema: StructType, path: Sequence[str]) -> pa.DataType:
+    """The Arrow type of the field at ``path``."""
+    return to_arrow_type(_field_at(schema, path).type)
+
+
+def field_at(schema: StructType, path: Sequence[str]) -> StructField:
+    """The field at ``path`` (schema spelling)."""
+    return _field_at(schema, path)

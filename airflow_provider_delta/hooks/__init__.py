@@ -1,0 +1,3 @@
+"""Airflow hooks of airflow-provider-delta."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Airflow operators of airflow-provider-delta."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Airflow-side policies of airflow-provider-delta (conflict exceptions -> task outcomes)."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Airflow sensors of airflow-provider-delta."""
+
+from __future__ import annotations

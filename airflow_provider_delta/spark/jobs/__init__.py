@@ -1,0 +1,13 @@
+"""The job registry: job name -> module holding ``run(ctx: JobContext) -> JobOutput``.
+
+No pyspark import here: the Airflow layer reads :data:`JOBS` to validate a job name before submitting.
+A new job (merge, vacuum, reorg, CDF export) is one module with a ``run`` function and one line here.
+"""
+
+from __future__ import annotations
+
+JOBS: dict[str, str] = {
+    "checkpoint": "airflow_provider_delta.spark.jobs.checkpoint",
+    "write": "airflow_provider_delta.spark.jobs.write",
+}
+"""Job name -> module; the module's ``run(ctx)`` does the work (see :mod:`.context`)."""

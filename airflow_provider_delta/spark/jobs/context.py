@@ -1,0 +1,95 @@
+"""What a job function receives (:class:`JobContext`) and returns (:class:`JobOutput`).
+
+No pyspark import: the SparkSession is passed in (None when the runner uses ``--engine local``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_delta.exceptions import JobSpecError
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.spark.protocol import JobSpec
+
+
+@dataclass(frozen=True)
+class JobOutput:
+    """One successful run of a job.
+
+    Attributes:
+        version: the version committed or checkpointed (the table's version when nothing was written).
+        committed: whether a commit was written by this run.
+        metrics: job-specific numbers for the result and XCom.
+    """
+
+    version: int | None
+    committed: bool = False
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class JobContext:
+    """The spec, the SparkSession (None with ``--engine local``) and the test hooks of one job run.
+
+    A job function is called once per attempt of the conflict policy's retry loop and must start from
+    a fresh snapshot each time.
+
+    Example:
+        >>> def run(ctx: JobContext) -> JobOutput:                     # doctest: +SKIP
+        ...     table = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options)
+        ...     return JobOutput(version=table.checkpoint())
+    """
+
+    spec: JobSpec
+    spark: Any = None
+    attempt: int = 0
+    cache: dict[str, Any] = field(default_factory=dict)
+    _hooks_fired: set[str] = field(default_factory=set)
+
+    def option(self, name: str, default: Any = None, *, kind: type | tuple[type, ...] | None = None) -> Any:
+        """The job option ``name`` (``default`` when absent), type-checked against ``kind``.
+
+        Raises:
+            JobSpecError: the option has the wrong type.
+        """
+        value = self.spec.options.get(name, default)
+        if kind is not None and value is not None and not isinstance(value, kind):
+            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            raise JobSpecError(
+                f"Cannot run job {self.spec.job!r}: option {name!r} must be {expected}, found {value!r}"
+            )
+        return value
+
+    def require_spark(self, why: str) -> Any:
+        """The SparkSession, or a clear error when the job runs with ``--engine local``."""
+        if self.spark is None:
+            raise JobSpecError(
+                f"Cannot run job {self.spec.job!r}: {why} needs Spark (run it with spark-submit)"
+            )
+        return self.spark
+
+    def before_commit(self) -> None:
+        """Test hook between a job's read phase and its commit (first attempt only).
+
+        With ``test_hooks.before_commit = {"signal": path, "wait_for": path, "timeout_s": 60}`` the job
+        creates ``signal`` and waits until ``wait_for`` exists, so a test can commit a concurrent
+        change at exactly this point and provoke a real conflict. Does nothing in production.
+        """
+        self._barrier("before_commit")
+
+    def _barrier(self, name: str) -> None:
+        hook = self.spec.test_hooks.get(name)
+        if not hook or name in self._hooks_fired:
+            return
+        self._hooks_fired.add(name)
+        Path(hook["signal"]).touch()
+        deadline = time.monotonic() + float(hook.get("timeout_s", 60))
+        wait_for = Path(hook["wait_for"])
+        while not wait_for.exists():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Cannot pass test hook {name!r}: {wait_for} did not appear in time")
+            time.sleep(0.02)

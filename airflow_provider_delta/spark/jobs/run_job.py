@@ -1,0 +1,169 @@
+"""spark-submit entry point of every job: read a JSON spec, run the job in the driver, write a JSON result.
+
+Usage::
+
+    spark-submit --master 'local[2]' .../airflow_provider_delta/spark/jobs/run_job.py \\
+        --spec spec.json --result result.json
+
+``--spec`` takes a file path or the JSON text itself. ``--engine local`` runs the job without a
+SparkSession (pure pyarrow in this process: tests, and jobs that need no Spark).
+
+The job runs inside the conflict policy's retry loop (``core.conflict_policy``); the result file is
+always written, success or failure, unless the process dies. Exit codes: 0 success, 2 the job failed
+and the result says why, 1 the spec or the result path could not be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_delta.core.conflict_policy import (
+    ConflictPolicy,
+    failure_record,
+    run_with_conflict_policy,
+)
+from airflow_provider_delta.exceptions import JobSpecError
+from airflow_provider_delta.spark.jobs import JOBS
+from airflow_provider_delta.spark.jobs.context import JobContext
+from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from airflow_provider_delta.spark.jobs.context import JobOutput
+
+log = logging.getLogger("airflow_provider_delta.spark.jobs")
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_JOB_FAILED = 0, 1, 2
+
+
+def job_function(name: str) -> Callable[[JobContext], JobOutput]:
+    """The ``run`` function of job ``name``.
+
+    Raises:
+        JobSpecError: no such job.
+    """
+    if name not in JOBS:
+        raise JobSpecError(f"Cannot run job {name!r}: unknown job (known: {', '.join(sorted(JOBS))})")
+    run: Callable[[JobContext], JobOutput] = importlib.import_module(JOBS[name]).run
+    return run
+
+
+def spark_session(app_name: str) -> Any:
+    """The SparkSession of this spark-submit application (its conf comes from spark-submit)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.appName(app_name).getOrCreate()
+
+
+def _engine(spark: Any) -> dict[str, Any]:
+    if spark is None:
+        return {"name": "local", "pid": os.getpid()}
+    return {
+        "name": "spark",
+        "spark_version": spark.version,
+        "master": spark.sparkContext.master,
+        "application_id": spark.sparkContext.applicationId,
+        "pid": os.getpid(),
+    }
+
+
+def run_spec(spec: JobSpec, spark: Any = None) -> JobResult:
+    """Run one job under its conflict policy and describe the outcome (never raises for job errors).
+
+    Example:
+        >>> result = run_spec(JobSpec(job="checkpoint", table="/data/events"))  # doctest: +SKIP
+        >>> result.status, result.version                                     # doctest: +SKIP
+        ('success', 12)
+    """
+    started = time.monotonic()
+    ctx = JobContext(spec=spec, spark=spark)
+    common: dict[str, Any] = {"job": spec.job, "table": spec.table, "engine": _engine(spark)}
+    try:
+        policy = ConflictPolicy.from_dict(spec.conflict_policy)
+        fn = job_function(spec.job)
+    except Exception as exc:  # noqa: BLE001 - a bad spec becomes a failed result, never a crash
+        error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0}
+        return JobResult(status="error", error=error, duration_s=time.monotonic() - started, **common)
+
+    def attempt() -> JobOutput:
+        ctx.attempt += 1
+        return fn(ctx)
+
+    try:
+        out = run_with_conflict_policy(attempt, policy)
+    except Exception as exc:
+        log.exception("Job %r on %r failed after %d attempt(s)", spec.job, spec.table, ctx.attempt)
+        error = failure_record(exc, policy)
+        if isinstance(exc, JobSpecError):
+            error["action"] = "fail"  # a bad option stays bad on every retry
+        return JobResult(
+            status="error", error=error, attempts=ctx.attempt, duration_s=time.monotonic() - started, **common
+        )
+    return JobResult(
+        status="success",
+        version=out.version,
+        committed=out.committed,
+        metrics=out.metrics,
+        attempts=ctx.attempt,
+        duration_s=time.monotonic() - started,
+        **common,
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="run_job", description="Run an airflow-provider-delta job.")
+    parser.add_argument("--spec", required=True, help="the job spec: a JSON file path or JSON text")
+    parser.add_argument("--result", required=True, help="where to write the JSON result")
+    parser.add_argument(
+        "--engine",
+        choices=("spark", "local"),
+        default="spark",
+        help="spark: start a SparkSession (default); local: run without Spark",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse arguments, run the job, write the result; returns the exit code.
+
+    Example:
+        >>> main(["--spec", '{"job": "checkpoint", "table": "/data/t"}', "--result", "/tmp/r.json",
+        ...       "--engine", "local"])                                          # doctest: +SKIP
+        0
+    """
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        spec = JobSpec.load(args.spec)
+    except (JobSpecError, OSError) as exc:
+        error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0}
+        JobResult(status="error", job="?", table="?", error=error).write(args.result)
+        log.error("%s", exc)
+        return EXIT_BAD_INPUT
+    spark = spark_session(f"delta-{spec.job}") if args.engine == "spark" else None
+    try:
+        result = run_spec(spec, spark)
+    finally:
+        if spark is not None:
+            spark.stop()
+    result.write(args.result)
+    log.info(
+        "Job %r on %r: %s (version %s, %d attempt(s))",
+        spec.job,
+        spec.table,
+        result.status,
+        result.version,
+        result.attempts,
+    )
+    return EXIT_OK if result.status == "success" else EXIT_JOB_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

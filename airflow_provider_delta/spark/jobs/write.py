@@ -1,0 +1,139 @@
+"""The ``write`` job: an idempotent append or overwrite (Delta's replaceWhere) of rows into a table.
+
+Options:
+    mode ("append" | "overwrite", default "append"): add rows, or replace the table's rows (those
+        matching ``predicate`` when given) with them.
+    predicate (str, overwrite only): a SQL filter; every new row must satisfy it.
+    source ({"path": ..., "format": "parquet", "options": {...}}): data read with Spark
+        (``spark.read.format(format).options(**options).load(path)``), collected to the driver as Arrow.
+    rows (list of objects): inline rows instead of ``source`` (small writes, tests).
+    isolation_level ("Serializable" | "WriteSerializable", default: the table's ``delta.isolationLevel``):
+        under ``WriteSerializable`` a concurrent blind append into what an overwrite read does not
+        conflict; under ``Serializable`` it raises ``ConcurrentAppendException``.
+
+With ``app_id``/``app_version`` in the spec the commit records Delta's ``txn`` action, and a run that
+finds the table already holds that application at that version or later writes nothing
+(``committed: false``, metric ``alreadyCommitted``): an Airflow retry of a task whose commit landed
+does not write twice. A concurrent writer with the same ``app_id`` makes the commit fail with
+``ConcurrentTransactionException``.
+
+The data plane is the driver (pyarrow) for now; distributed writes come with the merge job.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_delta.core.operations import (
+    _bound,
+    _metrics_for_adds,
+    _predicate_text,
+    _rewrite_without,
+    _rows_matching,
+    write_files,
+)
+from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.core.transaction import Transaction
+from airflow_provider_delta.exceptions import JobSpecError, SchemaMismatchError
+from airflow_provider_delta.spark.jobs.context import JobOutput
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.core.snapshot import Snapshot
+    from airflow_provider_delta.spark.jobs.context import JobContext
+
+MODES = ("append", "overwrite")
+ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
+
+
+def _load_data(ctx: JobContext) -> pa.Table:
+    """The rows to write: ``rows`` inline, or ``source`` read with Spark (cached across attempts)."""
+    if "data" in ctx.cache:
+        return ctx.cache["data"]
+    rows = ctx.option("rows", kind=list)
+    source = ctx.option("source", kind=dict)
+    if (rows is None) == (source is None):
+        raise JobSpecError("Cannot run job 'write': pass exactly one of options 'rows' and 'source'")
+    if rows is not None:
+        data = pa.Table.from_pylist(rows)
+    else:
+        spark = ctx.require_spark("option 'source'")
+        if not isinstance(source.get("path"), str):
+            raise JobSpecError(f"Cannot run job 'write': option 'source' needs a 'path', found {source!r}")
+        reader = spark.read.format(source.get("format", "parquet")).options(**source.get("options", {}))
+        data = reader.load(source["path"]).toArrow()
+    ctx.cache["data"] = data
+    return data
+
+
+def _stage_overwrite(
+    txn: Transaction, snapshot: Snapshot, data: pa.Table, predicate: str | None
+) -> dict[str, Any]:
+    """Remove what the overwrite replaces; same rules as ``core.operations.overwrite``."""
+    if predicate is None:
+        files = txn.read_files(None)
+        txn.remove(*files)
+        return {"numRemovedFiles": len(files)}
+    bound = _bound(snapshot, predicate)
+    txn.operation_parameters["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
+    if data.num_rows:
+        from airflow_provider_delta.core.write.files import conform_to_table
+
+        outside = (
+            pc.sum(
+                pc.cast(pc.invert(_rows_matching(bound, conform_to_table(data, snapshot.schema))), pa.int64())
+            ).as_py()
+            or 0
+        )
+        if outside:
+            raise SchemaMismatchError(
+                f"Cannot overwrite table {snapshot.location!r} where {predicate!r}: "
+                f"{outside} row(s) of the new data do not match the predicate"
+            )
+    return _rewrite_without(txn, snapshot, bound, txn.read_files(bound))
+
+
+def run(ctx: JobContext) -> JobOutput:
+    """Append (or overwrite) the job's rows; idempotent with the spec's ``app_id``/``app_version``.
+
+    Example:
+        >>> spec = JobSpec(job="write", table="/data/t", options={"rows": [{"id": 1}]},
+        ...                app_id="airflow:d:t:run1", app_version=0)
+        >>> run(JobContext(spec)).committed                                  # doctest: +SKIP
+        True
+    """
+    mode = ctx.option("mode", "append", kind=str)
+    predicate = ctx.option("predicate", kind=str)
+    isolation = ctx.option("isolation_level", kind=str)
+    if isolation is not None and isolation not in ISOLATION_LEVELS:
+        raise JobSpecError(
+            f"Cannot run job 'write': option 'isolation_level' must be one of {ISOLATION_LEVELS}, found {isolation!r}"
+        )
+    if mode not in MODES:
+        raise JobSpecError(f"Cannot run job 'write': option 'mode' must be one of {MODES}, found {mode!r}")
+    if predicate is not None and mode != "overwrite":
+        raise JobSpecError("Cannot run job 'write': option 'predicate' needs mode 'overwrite'")
+    data = _load_data(ctx)
+    snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
+    params = {"mode": mode.capitalize(), "partitionBy": list(snapshot.partition_columns)}
+    txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation)
+    app_id, app_version = ctx.spec.app_id, ctx.spec.app_version
+    if app_id is not None and app_version is not None:
+        done = txn.app_transaction_version(app_id)
+        if done is not None and done >= app_version:
+            return JobOutput(
+                version=snapshot.version,
+                committed=False,
+                metrics={"alreadyCommitted": True, "appTransactionVersion": done},
+            )
+        txn.set_app_transaction(app_id, app_version)
+    staged = _stage_overwrite(txn, snapshot, data, predicate) if mode == "overwrite" else {}
+    adds = write_files(snapshot, data)
+    txn.add(*adds)
+    txn.operation_metrics = {**staged, **_metrics_for_adds(adds)}
+    ctx.before_commit()
+    version = txn.commit()
+    return JobOutput(version=version, committed=True, metrics=dict(txn.operation_metrics))

@@ -1,0 +1,3 @@
+"""Airflow triggers of airflow-provider-delta."""
+
+from __future__ import annotations

@@ -1,0 +1,251 @@
+"""MERGE benchmark: our local pyarrow merge vs delta-rs's merge on identical data, in the same run.
+
+    python -m benchmarks.bench_merge [--rows 5000000] [--source-rows N] [--files 25] [--repeats 2] [--json out.json]
+
+The target table (``id, name, amount, ts, category``; ``delta.enableChangeDataFeed=true``; ``--files`` files of
+consecutive ids) and the source (``--source-rows``, default rows/10: half of them ids that exist in the target,
+spread over the whole range, half new ids, plus a new column ``score``) are generated once and cached under
+``benchmarks/.data/merge-*``. Each run merges the source into a private hard-linked clone of the table:
+``MERGE WITH SCHEMA EVOLUTION ... WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *`` (delta-rs:
+``merge(..., merge_schema=True).when_matched_update_all().when_not_matched_insert_all()``), in a fresh
+subprocess per engine and run, engines interleaved; only the merge call is timed. Afterwards both results
+are cross-checked (rows, ids, new-column values, change-feed rows by type). Target: ours <= 1.0x delta-rs at
+the full size (5,000,000 rows); smaller sizes are info. Exit code 1 only when the cross-check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.bench_read import DELTA_RS, OURS, CrossCheckError, Report, _format_row, _run_worker
+from benchmarks.bench_write import _interleaved, _ratio_row, _shown
+from benchmarks.workload import DATA_DIR
+
+MERGE_MAX_RATIO = 1.0
+GATED_ROWS = 5_000_000
+FORMAT = 1
+
+
+def _generate(root: Path, rows: int, source_rows: int, files: int) -> None:
+    """Write the target table and the source file under ``root`` (manifest last: a partial run is redone)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from airflow_provider_delta.core import DeltaTable
+
+    rng = np.random.default_rng(42)
+
+    def batch(ids: np.ndarray) -> pa.Table:
+        id_array = pa.array(ids, pa.int64())
+        return pa.table(
+            {
+                "id": id_array,
+                "name": pc.binary_join_element_wise(
+                    "name-", pc.cast(pc.bit_wise_and(id_array, 1023), pa.string()), ""
+                ),
+                "amount": pa.array(rng.random(len(ids)) * 1000),
+                "ts": pa.array(1_700_000_000_000_000 + ids * 1_000_000, pa.timestamp("us", tz="UTC")),
+                "category": pc.binary_join_element_wise(
+                    "cat-", pc.cast(pc.bit_wise_and(id_array, 15), pa.string()), ""
+                ),
+            }
+        )
+
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    table = DeltaTable.create(
+        str(root / "table"), batch(np.arange(1)).schema, properties={"delta.enableChangeDataFeed": "true"}
+    )
+    bounds = np.linspace(0, rows, files + 1).astype(np.int64)
+    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+        table.append(batch(np.arange(lo, hi)))
+    matching = rng.choice(rows, source_rows // 2, replace=False)
+    new = np.arange(rows, rows + source_rows - len(matching))
+    ids = np.concatenate([matching, new])
+    rng.shuffle(ids)
+    source = batch(ids).append_column("score", pa.array(rng.random(len(ids))))
+    pq.write_table(source, root / "source.parquet")
+    manifest = {
+        "rows": rows,
+        "source_rows": source_rows,
+        "files": files,
+        "matching": len(matching),
+        "inserted": len(new),
+        "version": table.version,
+    }
+    (root / "manifest.json").write_text(json.dumps(manifest))
+
+
+def ensure_data(rows: int, source_rows: int, files: int) -> tuple[Path, dict[str, Any]]:
+    root = DATA_DIR / f"merge-{rows}-{source_rows}-{files}-f{FORMAT}"
+    if not (root / "manifest.json").exists():
+        print(
+            f"generating {rows:,}-row target ({files} files) and {source_rows:,}-row source in {root} ...",
+            flush=True,
+        )
+        started = time.perf_counter()
+        _generate(root, rows, source_rows, files)
+        print(f"  generated in {time.perf_counter() - started:.1f}s", flush=True)
+    return root, json.loads((root / "manifest.json").read_text())
+
+
+def _clone(table: Path, dst: Path) -> None:
+    """Hard-link every file (data files and commits are immutable; both engines only add files)."""
+    for dirpath, _dirs, names in os.walk(table):
+        rel = Path(dirpath).relative_to(table)
+        (dst / rel).mkdir(parents=True, exist_ok=True)
+        for name in names:
+            os.link(Path(dirpath) / name, dst / rel / name)
+
+
+def _digest(path: Path, version: int) -> dict[str, Any]:
+    """What both engines' merges must agree on, read by delta-rs (an independent reader)."""
+    import deltalake
+    import pyarrow as pa
+
+    dt = deltalake.DeltaTable(str(path))
+    sql = (
+        "select count(*) as n, sum(id) as ids, count(score) as scored, round(sum(score), 6) as score_sum, "
+        "round(sum(amount), 3) as amount_sum from t"
+    )
+    summary = pa.table(deltalake.QueryBuilder().register("t", dt).execute(sql).read_all()).to_pylist()[0]
+    cdf = pa.table(dt.load_cdf(starting_version=version + 1).read_all())
+    kinds: dict[str, int] = {}
+    for kind in cdf.column("_change_type").to_pylist():
+        kinds[kind] = kinds.get(kind, 0) + 1
+    columns = [f.name for f in dt.schema().fields]
+    return {
+        **summary,
+        "version": dt.version(),
+        "changes": dict(sorted(kinds.items())),
+        "columns": sorted(columns),
+    }
+
+
+def _check(results: dict[str, list[dict[str, Any]]], manifest: dict[str, Any]) -> None:
+    expected_rows = manifest["rows"] + manifest["inserted"]
+    digests = {}
+    for engine, runs in results.items():
+        for res in runs:
+            if "digest" not in res:
+                continue
+            d = res["digest"]
+            if d["n"] != expected_rows or d["scored"] != manifest["source_rows"]:
+                raise CrossCheckError(
+                    f"{engine}: {d['n']} rows / {d['scored']} scored rows, expected "
+                    f"{expected_rows} / {manifest['source_rows']}"
+                )
+            digests.setdefault(engine, d)
+    if len(digests) == 2 and digests[OURS] != digests[DELTA_RS]:
+        raise CrossCheckError(
+            f"the engines' merges differ: ours {digests[OURS]} vs delta-rs {digests[DELTA_RS]}"
+        )
+
+
+def run(rows: int, source_rows: int, files: int, repeats: int, timeout: float, engines: list[str]) -> Report:
+    report = Report()
+    root, manifest = ensure_data(rows, source_rows, files)
+    work = DATA_DIR / f".bench-merge-{os.getpid()}"
+    shutil.rmtree(work, ignore_errors=True)
+    results: dict[str, list[dict[str, Any]]] = {e: [] for e in engines}
+    try:
+        for rep in range(repeats):
+            for engine in _interleaved(engines, rep):
+                clone = work / f"{rep}-{engine}"
+                _clone(root / "table", clone)
+                res = _run_worker(
+                    {"engine": engine, "path": str(clone), "source": str(root / "source.parquet")},
+                    timeout,
+                    module="benchmarks._merge_worker",
+                )
+                if "error" not in res:
+                    res["digest"] = _digest(clone, manifest["version"])
+                print(f"  run {rep + 1} {engine:<8} {_shown(res)}", flush=True)
+                results[engine].append(res)
+                shutil.rmtree(clone, ignore_errors=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    _check(results, manifest)
+    report.raw["merge"] = results
+    case = f"merge {rows:,} x {source_rows:,} (CDF, +1 col)"
+    ours_metrics = next((r["metrics"] for r in results.get(OURS, []) if "metrics" in r), {})
+    note = (
+        (
+            f"{manifest['matching']:,} updated, {manifest['inserted']:,} inserted; ours wrote "
+            f"{ours_metrics.get('numTargetFilesAdded', '?')} files + {ours_metrics.get('numTargetChangeFilesAdded', '?')}"
+            " change files"
+        )
+        if ours_metrics
+        else ""
+    )
+    report.add(_ratio_row(case, results, MERGE_MAX_RATIO, rows >= GATED_ROWS, note=note))
+    return report
+
+
+def _print_table(report: Report) -> None:
+    print("\n" + "=" * 118)
+    print(f"{'case':<44} {'ours':>10} {'delta-rs':>10} {'':<3} {'ratio':>8} {'target':<22} status")
+    print("-" * 118)
+    for row in report.rows:
+        print(_format_row(row))
+    print("-" * 118)
+    for r in report.rows:
+        if r.status == "FAIL":
+            print(f"FAIL: {r.case}: ours {r.ours:.1f} ms vs delta-rs {r.theirs:.1f} ms, target {r.target}")
+    print(
+        f"ms = median over fresh subprocesses, one clone of the table per run; table load and source read "
+        f"are not timed. The ratio target is gated at {GATED_ROWS:,} target rows; other sizes are info."
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rows", type=int, default=GATED_ROWS, help="target rows (5,000,000)")
+    parser.add_argument("--source-rows", type=int, default=None, help="source rows (default rows / 10)")
+    parser.add_argument("--files", type=int, default=25, help="target data files (25)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per engine (2)")
+    parser.add_argument("--quick", action="store_true", help="500,000 rows, one run per engine")
+    parser.add_argument("--engines", default=f"{OURS},{DELTA_RS}", help="subset of: ours,delta-rs")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per worker subprocess")
+    parser.add_argument("--json", type=Path, default=None, help="also write raw results to this file")
+    args = parser.parse_args(argv)
+    rows = 500_000 if args.quick else args.rows
+    repeats = 1 if args.quick else args.repeats
+    source_rows = args.source_rows or max(2, rows // 10)
+    engines = [e.strip() for e in args.engines.split(",") if e.strip()]
+    if set(engines) - {OURS, DELTA_RS} or rows < 1 or repeats < 1 or args.files < 1:
+        parser.error("bad --engines, --rows, --repeats or --files")
+
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    print(f"load average at start: {load_before[0]:.2f} ({os.cpu_count()} CPUs)", flush=True)
+    try:
+        report = run(rows, source_rows, args.files, repeats, args.timeout, engines)
+    except CrossCheckError as exc:
+        print(f"\n!!!!!!!! CROSS-CHECK FAILED: {exc}", file=sys.stderr, flush=True)
+        return 1
+    _print_table(report)
+    print(
+        f"total wall time {time.perf_counter() - started:.0f}s; load average start {load_before[0]:.2f}, "
+        f"end {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    )
+    if args.json:
+        out = [{**r.__dict__, "ratio": r.ratio} for r in report.rows]
+        args.json.write_text(json.dumps({"rows": out, "raw": report.raw}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
