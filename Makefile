@@ -28,7 +28,7 @@ DEMO_TABLE ?= peer/merge_cdf_partitioned
 DEMO_DIR := .demo
 BENCH_ARGS ?=
 
-.PHONY: help install venv test test-all lint format typecheck layers pytest bench demo clean
+.PHONY: help install venv test test-all lint format typecheck layers pytest bench demo demo-log clean
 
 help: ## show this help
 	@echo "Usage: make <target>   (first run creates $(VENV) and installs everything)"
@@ -93,11 +93,14 @@ test-all: ## as `test`, with every marker (slow, spark, integration, system)
 	@$(MAKE) test PYTEST_MARKERS=""
 
 # ---------------------------------------------------------------------------- demo, bench
-demo: $(STAMP) ## show the engine on a real Delta table (copied from the conformance corpus into .demo/)
+demo: $(STAMP) ## Airflow runs example DAGs (1) sensor and (2) Spark checkpoint on a table in .demo/; prints its history
+	@DEMO_DIR="$(DEMO_DIR)" VENV="$(VENV)" scripts/demo.sh
+
+demo-log: $(STAMP) ## the delta-log CLI on a conformance-corpus table (copied into .demo/table)
 	@test -f "$(DELTA_CONFORMANCE)/MANIFEST.json" || { \
 	  echo "error: conformance corpus not found at $(DELTA_CONFORMANCE)"; \
 	  echo "       place it at ../shared/conformance or set DELTA_CONFORMANCE=/path/to/conformance"; exit 1; }
-	@rm -rf $(DEMO_DIR) && mkdir -p $(DEMO_DIR)
+	@rm -rf $(DEMO_DIR)/table && mkdir -p $(DEMO_DIR)
 	@cp -R "$(DELTA_CONFORMANCE)/tables/$(DEMO_TABLE)" $(DEMO_DIR)/table
 	@echo "Demo table: $(DEMO_TABLE) (written by delta-rs), copied to $(DEMO_DIR)/table"
 	$(call demo_step,describe $(DEMO_DIR)/table)
@@ -119,6 +122,7 @@ endef
 bench: $(STAMP) ## read- and write-path benchmarks against delta-rs (BENCH_ARGS="--quick" for a short run)
 	@$(PY) -m benchmarks.bench_read $(BENCH_ARGS)
 	@$(PY) -m benchmarks.bench_write $(BENCH_ARGS)
+	@$(PY) -m benchmarks.bench_merge $(BENCH_ARGS)
 
 clean: ## remove .venv, caches and demo output
 	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info

@@ -16,6 +16,7 @@ the full size (5,000,000 rows); smaller sizes are info. Exit code 1 only when th
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -67,7 +68,7 @@ def _generate(root: Path, rows: int, source_rows: int, files: int) -> None:
         str(root / "table"), batch(np.arange(1)).schema, properties={"delta.enableChangeDataFeed": "true"}
     )
     bounds = np.linspace(0, rows, files + 1).astype(np.int64)
-    for lo, hi in zip(bounds[:-1], bounds[1:], strict=True):
+    for lo, hi in itertools.pairwise(bounds):
         table.append(batch(np.arange(lo, hi)))
     matching = rng.choice(rows, source_rows // 2, replace=False)
     new = np.arange(rows, rows + source_rows - len(matching))
@@ -179,15 +180,13 @@ def run(rows: int, source_rows: int, files: int, repeats: int, timeout: float, e
     report.raw["merge"] = results
     case = f"merge {rows:,} x {source_rows:,} (CDF, +1 col)"
     ours_metrics = next((r["metrics"] for r in results.get(OURS, []) if "metrics" in r), {})
-    note = (
-        (
-            f"{manifest['matching']:,} updated, {manifest['inserted']:,} inserted; ours wrote "
-            f"{ours_metrics.get('numTargetFilesAdded', '?')} files + {ours_metrics.get('numTargetChangeFilesAdded', '?')}"
-            " change files"
-        )
-        if ours_metrics
-        else ""
+    added, changes = (
+        ours_metrics.get("numTargetFilesAdded", "?"),
+        ours_metrics.get("numTargetChangeFilesAdded", "?"),
     )
+    note = f"{manifest['matching']:,} updated, {manifest['inserted']:,} inserted"
+    if ours_metrics:
+        note += f"; ours wrote {added} data + {changes} change files"
     report.add(_ratio_row(case, results, MERGE_MAX_RATIO, rows >= GATED_ROWS, note=note))
     return report
 

@@ -257,18 +257,22 @@ class DeltaSparkJobOperator(BaseOperator):
             ) from submit_error
         return JobResult.read(result_path)
 
-    def submit_job(self, delta: DeltaHook, spec_path: Path, result_path: Path) -> None:
-        """spark-submit ``run_job.py --spec <spec_path> --result <result_path>`` and wait for it."""
+    def submit_hook(self, delta: DeltaHook, spec_path: Path, result_path: Path) -> _DeltaSparkSubmitHook:
+        """The ``SparkSubmitHook`` that runs ``run_job.py --spec <spec_path> --result <result_path>``."""
         conf = {**DEFAULT_SPARK_CONF, **delta.spark_conf, **{k: str(v) for k, v in self.spark_conf.items()}}
-        self._hook = _DeltaSparkSubmitHook(
+        return _DeltaSparkSubmitHook(
             conn_id=self.spark_conn_id or delta.spark_conn_id,
             conf=conf,
             name=f"delta-{self.job}-{self.dag_id}.{self.task_id}",
             application_args=["--spec", str(spec_path), "--result", str(result_path)],
             **self.spark_submit_kwargs,
         )
-        self.log.info("Submitting to Spark master %r", self._hook.master)
-        self._hook.submit(application=job_script())
+
+    def submit_job(self, delta: DeltaHook, spec_path: Path, result_path: Path) -> None:
+        """spark-submit the job runner and wait for it (raises ``AirflowException`` on a non-zero exit)."""
+        self._hook = hook = self.submit_hook(delta, spec_path, result_path)
+        self.log.info("Submitting to Spark master %r", hook.master)
+        hook.submit(application=job_script())
 
     def on_kill(self) -> None:
         """Stop the Spark application (kills spark-submit and, on a cluster, the driver)."""

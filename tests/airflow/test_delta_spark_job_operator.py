@@ -104,3 +104,60 @@ def test_conflict_in_a_spark_submit_job_fails_the_task_per_policy(
     assert failed["raised"] == "AirflowFailException"
     assert "ConcurrentAppendException" in failed["message"]
     assert part_a_ids(tmp_path / "fail" / "t") == [0, 1, 2, 100]
+
+
+@pytest.mark.spark
+def test_on_kill_stops_the_application_before_it_commits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+    import time
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    import psutil
+
+    from airflow_provider_delta.core.table import DeltaTable
+    from airflow_provider_delta.operators.delta import DeltaSparkJobOperator
+    from tests.spark_jobs.helpers import barrier_hooks
+
+    class PausedWrite(DeltaSparkJobOperator):
+        def build_spec(self, context, location, storage_options):  # type: ignore[no-untyped-def]
+            return replace(
+                super().build_spec(context, location, storage_options), test_hooks=barrier_hooks(tmp_path)
+            )
+
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({"conn_type": "spark", "host": "local[1]"}))
+    table = make_table(tmp_path / "t", commits=1)
+    op = PausedWrite(
+        task_id="w", job="write", table=str(table), job_options={"rows": [{"id": 9, "part": "b"}]}
+    )
+    ti = SimpleNamespace(dag_id="d", task_id="w", run_id="r", map_index=-1, xcom_push=lambda **kw: None)
+    raised: list[BaseException] = []
+    thread = threading.Thread(target=lambda: _capture(raised, op.execute, {"ti": ti}))
+    thread.start()
+    deadline = time.monotonic() + 180
+    while not (tmp_path / "job-ready").exists():  # the job is at its commit, waiting
+        assert time.monotonic() < deadline and thread.is_alive(), raised
+        time.sleep(0.1)
+    submit = psutil.Process(op._hook._submit_sp.pid)  # type: ignore[union-attr]
+    family = [submit, *submit.children(recursive=True)]
+    assert any("run_job.py" in " ".join(p.cmdline()) for p in family)
+
+    op.on_kill()
+    thread.join(60)
+    (tmp_path / "writer-done").touch()  # were the Python driver still alive, it would commit now
+    _gone, alive = psutil.wait_procs(family, timeout=10)
+    time.sleep(1)
+
+    assert alive == []
+    assert isinstance(raised[0], Exception)
+    assert "wrote no result" in str(raised[0])
+    assert DeltaTable(str(table)).version == 1
+
+
+def _capture(sink: list[BaseException], fn: Any, *args: Any) -> None:
+    try:
+        fn(*args)
+    except BaseException as err:  # noqa: BLE001 - the test inspects it
+        sink.append(err)

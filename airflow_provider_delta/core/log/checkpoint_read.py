@@ -206,7 +206,7 @@ _new_remove = partial(tuple.__new__, RemoveFile)
 def _file_keys(paths: list[str], dvs: list[Any], any_dv: bool) -> list[FileKey]:
     """The reconciliation keys (decoded path, DV id) of the rows, as ``actions.file_key`` computes them."""
     if any("%" in p for p in paths):
-        pass
+        paths = [unquote(p) if "%" in p else p for p in paths]
     if not any_dv:
         return list(zip(paths, dvs, strict=True))
     return [(p, dv_unique_id(dv) if dv else None) for p, dv in zip(paths, dvs, strict=True)]

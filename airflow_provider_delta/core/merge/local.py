@@ -47,10 +47,48 @@ if TYPE_CHECKING:
 __all__ = ["execute_merge"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
+_THREADS = max(2, min(4, os.cpu_count() or 1))
 
 
 def _indices(values: np.ndarray) -> pa.Array:
     return pa.array(values, type=pa.int64())
+
+
+class _Target:
+    """The target rows read, file after file: a zero-copy concatenation plus per-file tables.
+
+    Taking rows goes file by file, so its cost follows the rows taken, not the table size (a take on
+    the concatenated table would first combine every chunk).
+    """
+
+    def __init__(self, parts: list[pa.Table], schema: pa.Schema) -> None:
+        self.parts = parts
+        self.table = pa.concat_tables(parts) if parts else schema.empty_table()
+        self.num_rows = self.table.num_rows
+        self.starts = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([p.num_rows for p in parts], out=self.starts[1:])
+
+    def file_ids(self, rows: np.ndarray) -> np.ndarray:
+        """The index of the file each row comes from."""
+        return np.searchsorted(self.starts, rows, side="right") - 1
+
+    def take(self, rows: np.ndarray) -> pa.Table:
+        if len(rows) == 0:
+            return self.table.slice(0, 0)
+        order = np.argsort(rows, kind="stable")
+        ordered = rows[order]
+        bounds = np.searchsorted(ordered, self.starts)
+        pieces = [
+            self.parts[f].take(_indices(ordered[bounds[f] : bounds[f + 1]] - self.starts[f]))
+            for f in range(len(self.parts))
+            if bounds[f + 1] > bounds[f]
+        ]
+        taken = pa.concat_tables(pieces)
+        if np.all(order[1:] > order[:-1]):
+            return taken
+        inverse = np.empty_like(order)
+        inverse[order] = np.arange(len(order))
+        return taken.take(_indices(inverse))
 
 
 class _Scope:
@@ -174,8 +212,9 @@ def _target_key(target: pa.Table, path: Sequence[str]) -> pa.ChunkedArray:
     return column
 
 
-def _matched_pairs(plan: MergePlan, target: pa.Table, source: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+def _matched_pairs(plan: MergePlan, rows: _Target, source: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     """(target row, source row) index pairs that satisfy the whole join condition."""
+    target = rows.table
     t_rows = np.arange(target.num_rows)
     s_rows = np.arange(source.num_rows)
     if plan.target_filter is not None and target.num_rows:
@@ -194,9 +233,7 @@ def _matched_pairs(plan: MergePlan, target: pa.Table, source: pa.Table) -> tuple
         tidx = np.repeat(t_rows, len(s_rows))
         sidx = np.tile(s_rows, len(t_rows))
     if plan.residual is not None and len(tidx):
-        scope = _Scope(
-            {plan.target_alias: target.take(_indices(tidx)), plan.source_alias: source.take(_indices(sidx))}
-        )
+        scope = _Scope({plan.target_alias: rows.take(tidx), plan.source_alias: source.take(_indices(sidx))})
         keep = scope.mask(plan.residual)
         tidx, sidx = tidx[keep], sidx[keep]
     return tidx, sidx
@@ -243,30 +280,32 @@ class _Outcome:
         }
 
 
-def _run_clauses(plan: MergePlan, target: pa.Table, source: pa.Table) -> _Outcome:
+def _run_clauses(plan: MergePlan, target: _Target, source: pa.Table) -> _Outcome:
     out = _Outcome()
     ta, sa = plan.target_alias, plan.source_alias
     tidx, sidx = _matched_pairs(plan, target, source)
     if plan.matched and len(tidx):
-        scope = _Scope({ta: target.take(_indices(tidx)), sa: source.take(_indices(sidx))})
+        scope = _Scope({ta: target.take(tidx), sa: source.take(_indices(sidx))})
         chosen = _choose(scope, plan.matched)
         acted = tidx[chosen >= 0]
-        if not plan.duplicates_allowed and len(np.unique(acted)) < len(acted):
+        seen = np.zeros(target.num_rows, dtype=bool)
+        seen[acted] = True
+        if not plan.duplicates_allowed and np.count_nonzero(seen) < len(acted):
             raise MergeMultipleMatchError(
                 f"Cannot perform MERGE: multiple source rows matched the same target row and tried to update or "
                 f"delete it (ON {plan.operation_parameters['predicate']}). Help: deduplicate the source on the "
                 "join keys, e.g. keep the latest change per key",
                 clause="ON condition",
             )
-        _apply_clauses(out, plan.matched, scope, chosen, tidx, target, plan.schema, "Matched")
+        _apply_clauses(out, plan.matched, scope, chosen, tidx, ta, plan.schema, "Matched")
     if plan.not_matched_by_source:
         matched = np.zeros(target.num_rows, dtype=bool)
         matched[tidx] = True
         rows = np.flatnonzero(~matched)
-        scope = _Scope({ta: target.take(_indices(rows))})
+        scope = _Scope({ta: target.take(rows)})
         chosen = _choose(scope, plan.not_matched_by_source)
         _apply_clauses(
-            out, plan.not_matched_by_source, scope, chosen, rows, target, plan.schema, "NotMatchedBySource"
+            out, plan.not_matched_by_source, scope, chosen, rows, ta, plan.schema, "NotMatchedBySource"
         )
     if plan.not_matched:
         matched_source = np.zeros(source.num_rows, dtype=bool)
@@ -291,7 +330,7 @@ def _apply_clauses(
     scope: _Scope,
     chosen: np.ndarray,
     rows: np.ndarray,
-    target: pa.Table,
+    target_alias: str,
     schema: StructType,
     kind: str,
 ) -> None:
@@ -304,15 +343,14 @@ def _apply_clauses(
             out.deleted_rows.append(positions)
             out.counts[f"numTargetRows{kind}Deleted"] += len(picked)
         else:
-            base = target.take(_indices(positions))
-            out.updated_tables.append(_apply(scope.take(picked), base, clause, schema))
+            picked_scope = scope.take(picked)
+            base = picked_scope.tables[target_alias]
+            out.updated_tables.append(_apply(picked_scope, base, clause, schema))
             out.updated_rows.append(positions)
             out.counts[f"numTargetRows{kind}Updated"] += len(picked)
 
 
-def _rewrite(
-    target: pa.Table, file_ids: np.ndarray, num_files: int, out: _Outcome
-) -> tuple[np.ndarray, pa.Table, np.ndarray, np.ndarray]:
+def _rewrite(target: _Target, out: _Outcome) -> tuple[np.ndarray, pa.Table, np.ndarray, np.ndarray]:
     """(touched file indices, rewritten rows file by file, updated and deleted target row positions).
 
     Each touched file contributes its unchanged rows (in order) followed by its updated rows, so the
@@ -323,47 +361,52 @@ def _rewrite(
     changed = np.zeros(target.num_rows, dtype=bool)
     changed[updated] = True
     changed[deleted] = True
-    touched = np.unique(file_ids[updated if not len(deleted) else np.concatenate([updated, deleted])])
-    starts = np.searchsorted(file_ids, np.arange(num_files + 1))
+    num_files = len(target.parts)
+    is_touched = np.zeros(num_files, dtype=bool)
+    is_touched[target.file_ids(np.concatenate([updated, deleted]))] = True
+    touched = np.flatnonzero(is_touched)
     new_values = pa.concat_tables(out.updated_tables) if out.updated_tables else None
+    update_bounds = np.zeros(num_files + 1, dtype=np.int64)
     if new_values is not None:
-        order = np.argsort(file_ids[updated], kind="stable")
+        update_files = target.file_ids(updated)
+        order = np.argsort(update_files, kind="stable")
         new_values = new_values.take(_indices(order))
-        update_bounds = np.searchsorted(file_ids[updated][order], np.arange(num_files + 1))
-    parts = []
-    for f in touched:
-        lo, hi = int(starts[f]), int(starts[f + 1])
+        update_bounds = np.searchsorted(update_files[order], np.arange(num_files + 1))
+
+    def file_rows(f: int) -> list[pa.Table]:
+        lo, hi = int(target.starts[f]), int(target.starts[f + 1])
         keep = ~changed[lo:hi]
-        rows = target.slice(lo, hi - lo)
-        parts.append(rows if keep.all() else rows.filter(pa.array(keep)))
+        rows = target.parts[f]
+        out = [rows if keep.all() else rows.filter(pa.array(keep))]
         if new_values is not None and update_bounds[f + 1] > update_bounds[f]:
-            parts.append(
-                new_values.slice(int(update_bounds[f]), int(update_bounds[f + 1] - update_bounds[f]))
-            )
-    rewritten = pa.concat_tables(parts) if parts else target.schema.empty_table()
+            out.append(new_values.slice(int(update_bounds[f]), int(update_bounds[f + 1] - update_bounds[f])))
+        return out
+
+    with ThreadPoolExecutor(max_workers=_THREADS) as pool:  # Arrow's filter releases the GIL
+        parts = [t for per_file in pool.map(file_rows, touched) for t in per_file]
+    rewritten = pa.concat_tables(parts) if parts else target.table.slice(0, 0)
     return touched, rewritten, updated, deleted
 
 
 # ------------------------------------------------------------------------------------------ entry
 
 
-def _read_target(
-    snapshot: Snapshot, files: Sequence[AddFile], schema: StructType
-) -> tuple[pa.Table, np.ndarray]:
+def _read_target(snapshot: Snapshot, files: Sequence[AddFile], schema: StructType) -> _Target:
+    """The rows of ``files`` in the (evolved) ``schema``, file by file."""
     from airflow_provider_delta.core.operations import read_file_rows
     from airflow_provider_delta.core.schema.arrow import to_arrow_schema
     from airflow_provider_delta.core.write.files import conform_to_table
 
+    def read(add: AddFile) -> pa.Table:
+        rows = read_file_rows(snapshot, add)
+        return conform_to_table(rows, schema) if schema != snapshot.schema else rows
+
     if len(files) > 1:
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            parts = list(pool.map(lambda add: read_file_rows(snapshot, add), files))
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            parts = list(pool.map(read, files))
     else:
-        parts = [read_file_rows(snapshot, add) for add in files]
-    file_ids = np.repeat(np.arange(len(parts)), [p.num_rows for p in parts]).astype(np.int64)
-    table = pa.concat_tables(parts) if parts else to_arrow_schema(snapshot.schema).empty_table()
-    if schema != snapshot.schema:
-        table = conform_to_table(table, schema)
-    return table, file_ids
+        parts = [read(add) for add in files]
+    return _Target(parts, to_arrow_schema(schema))
 
 
 def _evolved_snapshot(snapshot: Snapshot, plan: MergePlan) -> Snapshot:
@@ -408,10 +451,10 @@ def execute_merge(
         isolation_level=isolation_level,
     )
     files = txn.read_files(plan.file_predicate)
-    target, file_ids = _read_target(snapshot, files, writer.schema)
+    target = _read_target(snapshot, files, writer.schema)
     scanned = time.monotonic()
     out = _run_clauses(plan, target, source)
-    touched, rewritten, updated, deleted = _rewrite(target, file_ids, len(files), out)
+    touched, rewritten, updated, deleted = _rewrite(target, out)
     inserted = pa.concat_tables(out.inserted) if out.inserted else None
     removed = [files[i] for i in touched]
     changes = _changes(writer, out, target, updated, deleted, inserted) if removed else None
@@ -435,7 +478,7 @@ def execute_merge(
 def _changes(
     writer: Snapshot,
     out: _Outcome,
-    target: pa.Table,
+    target: _Target,
     updated: np.ndarray,
     deleted: np.ndarray,
     inserted: pa.Table | None,
@@ -445,10 +488,10 @@ def _changes(
 
     if not cdf_enabled(writer):
         return None
-    parts = [tag_changes(target.take(_indices(updated)), "update_preimage")]
+    parts = [tag_changes(target.take(updated), "update_preimage")]
     if out.updated_tables:
         parts.append(tag_changes(pa.concat_tables(out.updated_tables), "update_postimage"))
-    parts.append(tag_changes(target.take(_indices(deleted)), "delete"))
+    parts.append(tag_changes(target.take(deleted), "delete"))
     if inserted is not None:
         parts.append(tag_changes(inserted, "insert"))
     return pa.concat_tables(parts)
@@ -467,9 +510,13 @@ def _write(
     data = pa.concat_tables(tables) if tables else None
     chunks: list[pa.Table] = []
     if data is not None:
-        step = data.num_rows if writer.partition_columns else _CHUNK_ROWS
+        # Equal chunks, a multiple of the worker count, none over the writer's file size: no idle core
+        # waits on a short last chunk.
+        count = -(-data.num_rows // _CHUNK_ROWS)
+        count = -(-count // _THREADS) * _THREADS if count > 1 else 1
+        step = data.num_rows if writer.partition_columns else max(1, -(-data.num_rows // count))
         chunks = [data.slice(i, step) for i in range(0, data.num_rows, step)]
-    with ThreadPoolExecutor(max_workers=max(1, min(4, os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
         cdc_future = (
             pool.submit(write_change_files, writer, changes)
             if changes is not None and changes.num_rows

@@ -20,6 +20,7 @@ import importlib
 import logging
 import os
 import sys
+import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -117,6 +118,27 @@ def run_spec(spec: JobSpec, spark: Any = None) -> JobResult:
     )
 
 
+def exit_with_parent(interval: float = 0.5) -> threading.Thread:
+    """Exit this process as soon as its parent dies (a daemon thread).
+
+    Under spark-submit the Python driver is a child of the driver JVM. When Airflow kills the task
+    (``on_kill`` kills spark-submit, i.e. the JVM), the Python process would be orphaned and could
+    still commit; this makes it stop instead. Commits are atomic, so stopping anywhere is safe.
+    """
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(interval)
+            if os.getppid() != parent:
+                log.error("The driver JVM (pid %d) is gone: stopping the job", parent)
+                os._exit(EXIT_JOB_FAILED)
+
+    thread = threading.Thread(target=watch, name="exit-with-parent", daemon=True)
+    thread.start()
+    return thread
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="run_job", description="Run an airflow-provider-delta job.")
     parser.add_argument("--spec", required=True, help="the job spec: a JSON file path or JSON text")
@@ -147,7 +169,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         JobResult(status="error", job="?", table="?", error=error).write(args.result)
         log.error("%s", exc)
         return EXIT_BAD_INPUT
-    spark = spark_session(f"delta-{spec.job}") if args.engine == "spark" else None
+    spark = None
+    if args.engine == "spark":
+        exit_with_parent()
+        spark = spark_session(f"delta-{spec.job}")
     try:
         result = run_spec(spec, spark)
     finally:
