@@ -272,7 +272,13 @@ class DeltaSparkJobOperator(BaseOperator):
         """spark-submit the job runner and wait for it (raises ``AirflowException`` on a non-zero exit)."""
         self._hook = hook = self.submit_hook(delta, spec_path, result_path)
         self.log.info("Submitting to Spark master %r", hook.master)
-        hook.submit(application=job_script())
+        try:
+            hook.submit(application=job_script())
+        finally:
+            # SparkSubmitHook never closes spark-submit's output pipe (a leaked descriptor per job).
+            process = getattr(hook, "_submit_sp", None)
+            if process is not None and process.stdout is not None:
+                process.stdout.close()
 
     def on_kill(self) -> None:
         """Stop the Spark application (kills spark-submit and, on a cluster, the driver)."""

@@ -284,7 +284,8 @@ def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) 
 
 
 def _apply_parquet(state: ReplayState, table: pa.Table, version: int) -> list[Sidecar]:
-    names = set(table.column_names)
+    # An action column that is null in every row of the batch (most of them, in most batches) is skipped.
+    names = {name for name in table.column_names if table.column(name).null_count < table.num_rows}
     for single in ("protocol", "metaData", "txn", "domainMetadata"):
         if single not in names:
             continue

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import string
 import time
 import unicodedata
@@ -57,6 +58,7 @@ from airflow_provider_delta.core.schema.types import (
     TimestampNtzType,
     TimestampType,
 )
+from airflow_provider_delta.core.write.parquet import OrderedFileWrites, dictionary_columns, leaf_paths
 from airflow_provider_delta.core.write.stats import collect_stats
 from airflow_provider_delta.exceptions import SchemaError, SchemaMismatchError
 
@@ -134,14 +136,18 @@ def write_data_files(
         options=_Options(data_change, target_file_rows, file_prefix, compression, change_data),
     )
     pending = _Pending(target_file_rows)
-    for table in _tables(data):
-        conformed = _conform_table(table, schema, writer.logical_schema)
-        for key, part in _split_partitions(conformed, writer.partition_fields).items():
-            for ready in pending.add(key, part.drop_columns(writer.partition_names)):
-                writer.write(ready, key)
-    for key, ready in pending.drain():
-        writer.write(ready, key)
-    return writer.added
+    try:
+        for table in _tables(data):
+            conformed = _conform_table(table, schema, writer.logical_schema)
+            for key, part in _split_partitions(conformed, writer.partition_fields).items():
+                for ready in pending.add(key, part.drop_columns(writer.partition_names)):
+                    writer.write(ready, key)
+        for key, ready in pending.drain():
+            writer.write(ready, key)
+    except BaseException:
+        writer.writes.abort()  # delete the files already written: nothing will reference them
+        raise
+    return writer.writes.results()
 
 
 def _tables(data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> Iterator[pa.Table]:
@@ -543,7 +549,7 @@ def _uri_encode(path: str) -> str:
 
 @dataclass
 class _FileWriter:
-    """Writes the Parquet files of one call and collects their actions."""
+    """Writes the Parquet files of one call (on a small thread pool) and collects their actions."""
 
     storage: Storage
     schema: StructType
@@ -553,7 +559,11 @@ class _FileWriter:
     partition_keys: tuple[str, ...]  # names in partitionValues and folders: physical under column mapping
     logical_schema: pa.Schema
     file_schema: pa.Schema  # physical names and field ids under column mapping; no partition columns
-    added: list[AddFile] = field(default_factory=list)
+    writes: OrderedFileWrites[AddFile] = field(init=False)
+    count: int = 0  # files started, numbers the file names in write order
+
+    def __post_init__(self) -> None:
+        self.writes = OrderedFileWrites(cleanup=self._delete)
 
     @classmethod
     def create(
@@ -590,33 +600,40 @@ class _FileWriter:
         """Logical names of the partition columns."""
         return [f.name for f in self.partition_fields]
 
+    @functools.cached_property
+    def nested_leaves(self) -> dict[str, list[str]]:
+        """Parquet leaf paths of the nested file columns (they keep their dictionaries)."""
+        return leaf_paths(self.file_schema)
+
     def write(self, table: pa.Table, key: PartitionKey) -> None:
-        """Write one file of ``table`` (logical names, no partition columns) for partition ``key``."""
+        """Start writing one file of ``table`` (logical names, no partition columns) for partition ``key``."""
         values = dict(zip(self.partition_keys, key, strict=True))
         codec = _CODEC_EXTENSIONS[self.options.compression.lower()]
         folder = partition_path(self.partition_keys, values)
-        stats: str | None
         if self.options.change_data:
             # Spark: _change_data/<partition folders>/cdc-00000-<uuid>.c000.snappy.parquet, no stats.
-            stats = None
-            name = f"cdc-{len(self.added):05d}-{uuid.uuid4()}.c000{codec}.parquet"
+            name = f"cdc-{self.count:05d}-{uuid.uuid4()}.c000{codec}.parquet"
             folder = f"_change_data/{folder}" if folder else "_change_data"
         else:
+            name = f"{self.options.file_prefix}-{self.count:05d}-{uuid.uuid4()}-c000{codec}.parquet"
+        self.count += 1
+        path = _uri_encode(f"{folder}/{name}" if folder else name)
+        self.writes.submit(functools.partial(self._write_file, table, path, values))
+
+    def _write_file(self, table: pa.Table, path: str, values: dict[str, str | None]) -> AddFile:
+        stats = None
+        if not self.options.change_data:
             stats = collect_stats(
                 table, self.schema, configuration=self.configuration, partition_columns=self.partition_names
             )
-            name = f"{self.options.file_prefix}-{len(self.added):05d}-{uuid.uuid4()}-c000{codec}.parquet"
-        path = _uri_encode(f"{folder}/{name}" if folder else name)
         size, mtime = self._write_parquet(self._physical(table), path)
-        self.added.append(
-            AddFile(
-                path=path,
-                partition_values=values,
-                size=size,
-                modification_time=mtime,
-                data_change=self.options.data_change,
-                stats=stats,
-            )
+        return AddFile(
+            path=path,
+            partition_values=values,
+            size=size,
+            modification_time=mtime,
+            data_change=self.options.data_change,
+            stats=stats,
         )
 
     def _physical(self, table: pa.Table) -> pa.Table:
@@ -636,6 +653,7 @@ class _FileWriter:
         if parent and parent != location:
             fs.create_dir(parent, recursive=True)
         codec = self.options.compression.lower()
+        leaves = self.nested_leaves if any(pa.types.is_nested(f.type) for f in table.schema) else {}
         pq.write_table(
             table,
             location,
@@ -643,7 +661,11 @@ class _FileWriter:
             compression="none" if codec == "uncompressed" else codec,
             coerce_timestamps="us",
             use_deprecated_int96_timestamps=False,
+            use_dictionary=dictionary_columns(table, leaves),
         )
         info = fs.get_file_info(location)
         mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else time.time_ns() // 1_000_000
         return int(info.size or 0), int(mtime)
+
+    def _delete(self, add: AddFile) -> None:
+        self.storage.arrow_filesystem().delete_file(self.storage.resolve(add.path))

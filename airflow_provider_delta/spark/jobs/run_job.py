@@ -118,7 +118,7 @@ def run_spec(spec: JobSpec, spark: Any = None) -> JobResult:
     )
 
 
-def exit_with_parent(interval: float = 0.5) -> threading.Thread:
+def exit_with_parent(interval: float = 0.2) -> threading.Thread:
     """Exit this process as soon as its parent dies (a daemon thread).
 
     Under spark-submit the Python driver is a child of the driver JVM. When Airflow kills the task

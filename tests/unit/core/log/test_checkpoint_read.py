@@ -99,8 +99,12 @@ def _write(root: Path, commits: list[list[dict[str, Any]]]) -> None:
 def _big_log(*, with_dvs: bool) -> list[list[dict[str, Any]]]:
     """Commit 0 creates the table; 1-3 add NUM_ADDS files; 4 removes some and adds DV versions of others."""
     protocol = (
-        {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
-         "writerFeatures": ["deletionVectors"]}
+        {
+            "minReaderVersion": 3,
+            "minWriterVersion": 7,
+            "readerFeatures": ["deletionVectors"],
+            "writerFeatures": ["deletionVectors"],
+        }
         if with_dvs
         else {"minReaderVersion": 1, "minWriterVersion": 2}
     )
@@ -192,7 +196,9 @@ def test_loading_a_checkpoint_does_not_import_pandas(tmp_path: Path):
         "assert t.snapshot.segment.checkpoint is not None and len(t.files()) > 0\n"
         "print('pandas' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    )
     assert out.stdout.strip() == "False"
 
 
@@ -247,6 +253,9 @@ def test_map_columns_decode_like_pyarrow(rows: list[Any], skip: int):
 
 def test_maps_with_too_many_combinations_for_one_integer_still_decode():
     keys = [f"k{j}" for j in range(8)]
-    rows = [[(k, None if (i + j) % 9 == 0 else f"v{(i * 7 + j) % 40}") for j, k in enumerate(keys)] for i in range(500)]
+    rows = [
+        [(k, None if (i + j) % 9 == 0 else f"v{(i * 7 + j) % 40}") for j, k in enumerate(keys)]
+        for i in range(500)
+    ]
     arr = pa.array(rows, type=pa.map_(pa.string(), pa.string()))
     assert _map_values(arr) == [dict(r) for r in rows]
