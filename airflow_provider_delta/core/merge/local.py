@@ -439,6 +439,15 @@ def execute_merge(
         MergeError: invalid statement (see :func:`plan_merge`), or a value that does not fit its column.
         MergeMultipleMatchError: two source rows would update or delete one target row.
     """
+    from airflow_provider_delta.core.write.memory import rewrite_memory_pool
+
+    with rewrite_memory_pool():  # jemalloc: far fewer page faults than mimalloc for a rewrite
+        return _execute_merge(snapshot, spec, source, isolation_level=isolation_level)
+
+
+def _execute_merge(
+    snapshot: Snapshot, spec: MergeSpec, source: pa.Table, *, isolation_level: Any
+) -> dict[str, Any]:
     from airflow_provider_delta.core.transaction import Transaction
 
     started = time.monotonic()

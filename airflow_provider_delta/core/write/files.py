@@ -435,10 +435,15 @@ def _coerce_list(
     # offsets honour the slice and index into the full, unsliced values.
     values = _coerce(arr.values, dt.element_type, target.value_type, f"{path}.element", problems)
     mask = arr.is_null() if arr.null_count else None
-    result = pa.ListArray.from_arrays(arr.offsets, values, type=target, mask=mask)
+    result = pa.ListArray.from_arrays(_offsets(arr, mask), values, type=target, mask=mask)
     if not dt.contains_null and pc.list_flatten(result).null_count:
         problems.append(f"column {path!r} does not allow null elements but has some")
     return result
+
+
+def _offsets(arr: pa.Array, mask: pa.Array | None) -> pa.Array:
+    # from_arrays refuses a null mask with sliced offsets (a slice of a list with nulls): copy them.
+    return pa.concat_arrays([arr.offsets]) if mask is not None and arr.offset else arr.offsets
 
 
 def _coerce_map(arr: pa.Array, dt: MapType, target: pa.DataType, path: str, problems: list[str]) -> pa.Array:
@@ -447,7 +452,7 @@ def _coerce_map(arr: pa.Array, dt: MapType, target: pa.DataType, path: str, prob
     keys = _coerce(arr.keys, dt.key_type, target.key_type, f"{path}.key", problems)
     items = _coerce(arr.items, dt.value_type, target.item_type, f"{path}.value", problems)
     mask = arr.is_null() if arr.null_count else None
-    result = pa.MapArray.from_arrays(arr.offsets, keys, items, type=target, mask=mask)
+    result = pa.MapArray.from_arrays(_offsets(arr, mask), keys, items, type=target, mask=mask)
     if not dt.value_contains_null and len(result):
         entries = pc.list_flatten(result.cast(pa.list_(target.value_field)))
         if pc.struct_field(entries, [1]).null_count:
