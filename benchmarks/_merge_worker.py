@@ -16,6 +16,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
+from benchmarks.workload import finish_lazy_imports
+
 CONDITION = "t.id = s.id"
 
 
@@ -64,6 +66,7 @@ def _delta_rs(path: str, source: Any) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     req = json.loads(argv[1])
+    finish_lazy_imports()
     try:
         source = pq.read_table(req["source"])
         run = _ours if req["engine"] == "ours" else _delta_rs

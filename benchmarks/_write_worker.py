@@ -31,7 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from benchmarks.workload import APPEND_COUNTRY, APPEND_DATE, small_append_batch
+from benchmarks.workload import APPEND_COUNTRY, APPEND_DATE, finish_lazy_imports, small_append_batch
 
 
 def _rich_digest(rows: list[tuple[Any, ...]]) -> str:
@@ -273,6 +273,7 @@ def _op_read_partition(engine: str, path: str, copies: int) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     req = json.loads(argv[1])
+    finish_lazy_imports()
     engine = req.get("engine", "ours")
     try:
         op = req["op"]

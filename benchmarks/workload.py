@@ -408,3 +408,15 @@ def small_append_batch(rows: int = 10) -> Any:
             "country": pa.array([APPEND_COUNTRY] * rows, pa.string()),
         }
     )
+
+
+def finish_lazy_imports() -> None:
+    """Pay pyarrow's deferred ``import pandas`` now, before any clock starts.
+
+    pyarrow imports pandas (when installed, as with the Airflow extra) on its first Python-object
+    conversion, whichever library makes it: ~0.3 s once per process. That is start-up cost like
+    ``import deltalake``, which no timing includes either; both engines' workers call this first.
+    """
+    import pyarrow as pa
+
+    pa.array([0])
