@@ -10,8 +10,7 @@ import json
 import os
 import threading
 import uuid
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import deltalake
 import numpy as np
@@ -20,7 +19,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_provider_delta.core.actions import AddFile
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
     DoubleType,
@@ -34,6 +32,11 @@ from airflow_provider_delta.core.write.files import write_data_files
 from airflow_provider_delta.core.write.memory import rewrite_memory_pool
 from airflow_provider_delta.core.write.parquet import OrderedFileWrites, dictionary_columns
 from airflow_provider_delta.exceptions import SchemaMismatchError
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from airflow_provider_delta.core.actions import AddFile
 
 SCHEMA = StructType(
     (
