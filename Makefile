@@ -122,6 +122,7 @@ endef
 bench: $(STAMP) ## read- and write-path benchmarks against delta-rs (BENCH_ARGS="--quick" for a short run)
 	@$(PY) -m benchmarks.bench_read $(BENCH_ARGS)
 	@$(PY) -m benchmarks.bench_write $(BENCH_ARGS)
+	@$(PY) -m benchmarks.bench_poke $(if $(findstring --quick,$(BENCH_ARGS)),--quick,)
 	@$(PY) -m benchmarks.bench_merge $(BENCH_ARGS)
 
 clean: ## remove .venv, caches and demo output

@@ -31,16 +31,25 @@ def append(path: str, n: int = 1) -> int:
 
 
 def ti_state(dag_id: str, task_id: str) -> str | None:
-    from sqlalchemy import select
+    """The task instance's state; ``"deferred"`` also while dag.test() runs its trigger inline.
 
+    dag.test() marks a deferred task QUEUED while it runs the trigger in process; a QUEUED task
+    that has already started is that case.
+    """
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
+    from sqlalchemy import select
 
     with create_session() as session:
-        state = session.scalar(
-            select(TaskInstance.state).where(TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id)
-        )
-        return None if state is None else str(state)
+        row = session.execute(
+            select(TaskInstance.state, TaskInstance.start_date).where(
+                TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id
+            )
+        ).first()
+    if row is None or row[0] is None:
+        return None
+    state = str(getattr(row[0], "value", row[0]))
+    return "deferred" if state == "queued" and row[1] is not None else state
 
 
 class CommitWhen(threading.Thread):
@@ -62,15 +71,14 @@ class CommitWhen(threading.Thread):
                     raise TimeoutError("condition never held")
                 time.sleep(0.2)
             self.version = append(self.path)
-        except BaseException as err:  # reported by the test
+        except Exception as err:  # noqa: BLE001 - reported by the test
             self.error = err
 
 
 def xcom_value(dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
-    from sqlalchemy import select
-
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
+    from sqlalchemy import select
 
     with create_session() as session:
         value = session.scalar(

@@ -107,7 +107,7 @@ def _run_mode_dag(dag_attr: str, path: str, monkeypatch: pytest.MonkeyPatch, wai
     monkeypatch.syspath_prepend(str(__import__("tests.airflow_support").airflow_support.TEST_DAGS_FOLDER))
     module = importlib.import_module("delta_sensor_modes")
     dag = getattr(module, dag_attr)
-    import airflow.models.dagrun  # noqa: F401 - import in this thread first: the writer thread's
+    import airflow.models.dagrun
     import airflow.serialization.serialized_objects  # noqa: F401 - imports would deadlock with dag.test()'s
 
     assert ti_state(dag.dag_id, "wait") is None  # also imports what the writer thread needs

@@ -50,14 +50,16 @@ def test_default_action_per_exception(exc, action):
 
 
 def test_protocol_change_to_an_unwritable_protocol_fails_fast():
-    try:
+    def raise_unwritable() -> None:
         try:
             raise UnsupportedFeatureError("writer feature 'x' is unsupported")
         except UnsupportedFeatureError:
+            # `from None` hides the cause; the context is still what makes it unwritable
             raise ProtocolChangedException("transaction 3 changed the protocol") from None
-    except ProtocolChangedException as chained:
-        # `from None` hides the cause; the context is still what makes it unwritable
-        assert ConflictPolicy().action_for(chained) == "fail"
+
+    with pytest.raises(ProtocolChangedException) as info:
+        raise_unwritable()
+    assert ConflictPolicy().action_for(info.value) == "fail"
     message = "Commit failed: transaction 3 (UPGRADE) upgraded the protocol to one this engine cannot write"
     assert ConflictPolicy().action_for("ProtocolChangedException", message) == "fail"
     assert ConflictPolicy().action_for("ProtocolChangedException", "changed the protocol") == "retry"

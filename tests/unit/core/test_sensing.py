@@ -152,7 +152,7 @@ def test_folder_of_files_without_a_log_is_not_a_delta_table(tmp_path: Path):
 def test_log_cleanup_below_the_baseline_does_not_matter(table: Path):
     DeltaTable(str(table)).checkpoint()  # checkpoint at 3
     _append(table, 2)  # 4, 5
-    for v in range(0, 3):
+    for v in range(3):
         os.remove(table / commit_path(v))
     counting = CountingStorage(str(table))
     result = new_commits(str(table), 3, storage=counting)
@@ -163,7 +163,7 @@ def test_log_cleanup_below_the_baseline_does_not_matter(table: Path):
 def test_new_commits_cleaned_up_before_we_looked_are_listed_as_missing(table: Path):
     DeltaTable(str(table)).checkpoint()  # 3
     _append(table, 1)  # 4
-    for v in range(0, 4):
+    for v in range(4):
         os.remove(table / commit_path(v))
     result = new_commits(str(table), 1)
     assert result.latest_version == 4
