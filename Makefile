@@ -20,8 +20,8 @@ STAMP := $(VENV)/.installed-$(subst $(comma),-,$(EXTRAS))
 DELTA_CONFORMANCE ?= $(abspath $(CURDIR)/../shared/conformance)
 export DELTA_CONFORMANCE
 
-# The default test run: everything except tests that need Spark, a real Airflow, or a long time.
-PYTEST_MARKERS ?= not slow and not spark and not integration and not system
+# The default test run: everything (real Spark, real Airflow, delta-rs interop) except tests marked slow.
+PYTEST_MARKERS ?= not slow
 PYTEST_ARGS ?=
 
 DEMO_TABLE ?= peer/merge_cdf_partitioned
