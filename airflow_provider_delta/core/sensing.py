@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from airflow_provider_delta.core.log.paths import LOG_DIR, commit_path
+from airflow_provider_delta.core.log.segment import gallop_latest
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
 from airflow_provider_delta.core.storage import LocalStorage, storage_for
 from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError, TableNotFoundError
@@ -144,7 +145,7 @@ def _is_transient(err: BaseException) -> bool:
 def _probe_latest(storage: Storage, baseline: int) -> int | None:
     """The newest version, probing forward from ``baseline``; None when there is no table."""
     if baseline >= 0 and storage.exists(commit_path(baseline + 1)):
-        return _gallop(storage, baseline + 1)
+        return gallop_latest(storage, baseline + 1)
     if baseline >= 0 and storage.exists(commit_path(baseline)):
         return baseline
     # No baseline, or its commit is gone (cleanup past it, table deleted or recreated): ask the log,
@@ -154,20 +155,6 @@ def _probe_latest(storage: Storage, baseline: int) -> int | None:
     except TableNotFoundError:
         _raise_if_not_delta(storage)
         return None
-
-
-def _gallop(storage: Storage, known: int) -> int:
-    step, low, high = 1, known, known + 1
-    while storage.exists(commit_path(high)):
-        low, step = high, step * 2
-        high = known + step
-    while high - low > 1:
-        mid = (low + high) // 2
-        if storage.exists(commit_path(mid)):
-            low = mid
-        else:
-            high = mid
-    return low
 
 
 def _raise_if_not_delta(storage: Storage) -> None:

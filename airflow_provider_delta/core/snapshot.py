@@ -68,11 +68,11 @@ class Snapshot:
         """
         from airflow_provider_delta.core.log.paths import LogFile, commit_path
         from airflow_provider_delta.core.log.replay import ReplayState, read_commit
-        from airflow_provider_delta.core.log.segment import _gallop_latest
+        from airflow_provider_delta.core.log.segment import gallop_latest
 
         latest = self.version
         if self.storage.exists(commit_path(self.version + 1)):
-            latest = _gallop_latest(self.storage, self.version + 1)
+            latest = gallop_latest(self.storage, self.version + 1)
         target = latest if version is None else version
         if target < self.version or target > latest:
             raise VersionNotFoundError(

@@ -128,7 +128,7 @@ def list_log(storage: Storage) -> LogListing:
     return LogListing(commits, tuple(refs[v] for v in sorted(refs)))
 
 
-def _gallop_latest(storage: Storage, known: int) -> int:
+def gallop_latest(storage: Storage, known: int) -> int:
     """The newest contiguous commit version at or after ``known`` (which exists), by probing."""
     step = 1
     low = known
@@ -170,7 +170,7 @@ def _hinted_checkpoint(storage: Storage, hint: dict[str, Any]) -> tuple[Checkpoi
     if checkpoint is None or not all(storage.exists(f.path) for f in checkpoint.files):
         return None
     start = checkpoint.version
-    return checkpoint, _gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+    return checkpoint, gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
 
 
 def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
@@ -260,13 +260,13 @@ def latest_version(storage: Storage, *, location: str = "") -> int:
     if hint is not None:
         start = int(hint["version"])
         if storage.exists(commit_path(start)):
-            return _gallop_latest(storage, start)
+            return gallop_latest(storage, start)
         found = _hinted_checkpoint(storage, hint)
         if found is not None:
             return found[1]
     if storage.exists(commit_path(0)):
         # No usable hint: versions are contiguous from 0, so probing still beats listing the log.
-        return _gallop_latest(storage, 0)
+        return gallop_latest(storage, 0)
     listing = list_log(storage)
     latest = listing.latest_version
     if latest is None:
