@@ -192,7 +192,7 @@ def write_files(snapshot: Snapshot, data: pa.Table, *, data_change: bool = True)
     )
 
 
-def _metrics_for_adds(adds: Sequence[AddFile]) -> dict[str, int]:
+def metrics_for_adds(adds: Sequence[AddFile]) -> dict[str, int]:
     return {
         "numFiles": len(adds),
         "numOutputRows": sum(a.num_records or 0 for a in adds),
@@ -256,7 +256,7 @@ def append(
     snapshot = stage_schema_evolution(txn, snapshot, data, schema_mode=schema_mode, operation="append")
     adds = write_files(snapshot, data)
     txn.add(*adds)
-    txn.operation_metrics = _metrics_for_adds(adds)
+    txn.operation_metrics = metrics_for_adds(adds)
     return txn.commit()
 
 
@@ -376,6 +376,44 @@ def delete(snapshot: Snapshot, predicate: Any = None, *, isolation_level: Any = 
     return txn.commit()
 
 
+def stage_overwrite(txn: Transaction, snapshot: Snapshot, data: pa.Table, predicate: Any = None) -> dict[str, int]:
+    """Stage what an overwrite removes on ``txn``: every file, or Delta's replaceWhere; returns metrics.
+
+    With a predicate every row of ``data`` must satisfy it; matching rows are removed (whole files
+    dropped, partly matching files rewritten), and on a change-data-feed table the removed rows and
+    the new rows are recorded as change data. The caller writes and adds ``data`` itself.
+
+    Raises:
+        SchemaMismatchError: with a predicate, a row of ``data`` does not satisfy it.
+    """
+    from airflow_provider_delta.core.write.files import conform_to_table
+
+    if predicate is None:
+        files = txn.read_files(None)
+        txn.remove(*files)
+        return {"numRemovedFiles": len(files)}
+    bound = _bound(snapshot, predicate)
+    txn.operation_parameters["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
+    if data.num_rows:
+        aligned = conform_to_table(data, snapshot.schema)
+        outside = pc.sum(pc.cast(pc.invert(_rows_matching(bound, aligned)), pa.int64())).as_py() or 0
+        if outside:
+            raise SchemaMismatchError(
+                f"Cannot overwrite table {snapshot.location!r} where {_predicate_text(predicate)!r}: "
+                f"{outside} row(s) of the new data do not match the predicate"
+            )
+    changes = _change_rows(snapshot)
+    metrics = _rewrite_without(txn, snapshot, bound, txn.read_files(bound), changes=changes)
+    if changes:
+        # Delta's replaceWhere on data columns: when the removal wrote change rows, the new rows are
+        # recorded too (tagged insert), because a commit with cdc files is read from them only.
+        from airflow_provider_delta.core.cdf_write import tag_changes
+
+        changes.append(tag_changes(conform_to_table(data, snapshot.schema), "insert"))
+        record_changes(txn, snapshot, changes)
+    return metrics
+
+
 def overwrite(
     snapshot: Snapshot,
     data: pa.Table,
@@ -400,36 +438,10 @@ def overwrite(
     txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation_level)
     snapshot = stage_schema_evolution(txn, snapshot, data, schema_mode=schema_mode, operation="overwrite",
                                       partition_by=partition_by, predicate=predicate)
-    if predicate is None:
-        files = txn.read_files(None)
-        txn.remove(*files)
-        metrics = {"numRemovedFiles": len(files)}
-    else:
-        bound = _bound(snapshot, predicate)
-        txn.operation_parameters["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
-        if data.num_rows:
-            from airflow_provider_delta.core.write.files import conform_to_table
-
-            aligned = conform_to_table(data, snapshot.schema)
-            outside = pc.sum(pc.cast(pc.invert(_rows_matching(bound, aligned)), pa.int64())).as_py() or 0
-            if outside:
-                raise SchemaMismatchError(
-                    f"Cannot overwrite table {snapshot.location!r} where {_predicate_text(predicate)!r}: "
-                    f"{outside} row(s) of the new data do not match the predicate"
-                )
-        changes = _change_rows(snapshot)
-        metrics = _rewrite_without(txn, snapshot, bound, txn.read_files(bound), changes=changes)
-        if changes:
-            # Delta's replaceWhere on data columns: when the removal wrote change rows, the new rows
-            # are recorded too (tagged insert), because a commit with cdc files is read from them only.
-            from airflow_provider_delta.core.cdf_write import tag_changes
-            from airflow_provider_delta.core.write.files import conform_to_table
-
-            changes.append(tag_changes(conform_to_table(data, snapshot.schema), "insert"))
-            record_changes(txn, snapshot, changes)
+    metrics = stage_overwrite(txn, snapshot, data, predicate)
     adds = write_files(snapshot, data)
     txn.add(*adds)
-    txn.operation_metrics = {**metrics, **_metrics_for_adds(adds)}
+    txn.operation_metrics = {**metrics, **metrics_for_adds(adds)}
     return txn.commit()
 
 
@@ -502,4 +514,13 @@ def update(
     return txn.commit()
 
 
-__all__ = ["append", "check_constraints", "create_table", "delete", "overwrite", "update"]
+__all__ = [
+    "append",
+    "check_constraints",
+    "create_table",
+    "delete",
+    "metrics_for_adds",
+    "overwrite",
+    "stage_overwrite",
+    "update",
+]

@@ -22,27 +22,17 @@ The data plane is the driver (pyarrow) for now; distributed writes come with the
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from airflow_provider_delta.core.operations import (
-    _bound,
-    _metrics_for_adds,
-    _predicate_text,
-    _rewrite_without,
-    _rows_matching,
-    write_files,
-)
+from airflow_provider_delta.core.operations import metrics_for_adds, stage_overwrite, write_files
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.core.transaction import Transaction
-from airflow_provider_delta.exceptions import JobSpecError, SchemaMismatchError
+from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.context import JobOutput
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.core.snapshot import Snapshot
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 MODES = ("append", "overwrite")
@@ -67,33 +57,6 @@ def _load_data(ctx: JobContext) -> pa.Table:
         data = reader.load(source["path"]).toArrow()
     ctx.cache["data"] = data
     return data
-
-
-def _stage_overwrite(
-    txn: Transaction, snapshot: Snapshot, data: pa.Table, predicate: str | None
-) -> dict[str, Any]:
-    """Remove what the overwrite replaces; same rules as ``core.operations.overwrite``."""
-    if predicate is None:
-        files = txn.read_files(None)
-        txn.remove(*files)
-        return {"numRemovedFiles": len(files)}
-    bound = _bound(snapshot, predicate)
-    txn.operation_parameters["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
-    if data.num_rows:
-        from airflow_provider_delta.core.write.files import conform_to_table
-
-        outside = (
-            pc.sum(
-                pc.cast(pc.invert(_rows_matching(bound, conform_to_table(data, snapshot.schema))), pa.int64())
-            ).as_py()
-            or 0
-        )
-        if outside:
-            raise SchemaMismatchError(
-                f"Cannot overwrite table {snapshot.location!r} where {predicate!r}: "
-                f"{outside} row(s) of the new data do not match the predicate"
-            )
-    return _rewrite_without(txn, snapshot, bound, txn.read_files(bound))
 
 
 def run(ctx: JobContext) -> JobOutput:
@@ -130,10 +93,10 @@ def run(ctx: JobContext) -> JobOutput:
                 metrics={"alreadyCommitted": True, "appTransactionVersion": done},
             )
         txn.set_app_transaction(app_id, app_version)
-    staged = _stage_overwrite(txn, snapshot, data, predicate) if mode == "overwrite" else {}
+    staged = stage_overwrite(txn, snapshot, data, predicate) if mode == "overwrite" else {}
     adds = write_files(snapshot, data)
     txn.add(*adds)
-    txn.operation_metrics = {**staged, **_metrics_for_adds(adds)}
+    txn.operation_metrics = {**staged, **metrics_for_adds(adds)}
     ctx.before_commit()
     version = txn.commit()
     return JobOutput(version=version, committed=True, metrics=dict(txn.operation_metrics))

@@ -89,6 +89,23 @@ def test_write_job_with_the_same_app_id_and_version_writes_once(tmp_path: Path) 
     assert next_run.committed is True
 
 
+def test_write_job_replace_where_on_a_cdf_table_records_the_change_rows(tmp_path: Path) -> None:
+    table = DeltaTable.create(str(tmp_path / "t"), SCHEMA, properties={"delta.enableChangeDataFeed": "true"})
+    table.append(pa.table({"id": [1, 2, 3], "part": ["a", "a", "a"]}, schema=SCHEMA))
+    spec = JobSpec(
+        job="write",
+        table=table.location,
+        options={"mode": "overwrite", "predicate": "id >= 2", "rows": [{"id": 5, "part": "a"}]},
+    )
+    code, result = run_local(spec, tmp_path)
+    assert code == 0, result
+    changes = DeltaTable(table.location).changes(starting_version=result.version)
+    got = sorted(zip(changes["id"].to_pylist(), changes["_change_type"].to_pylist(), strict=True))
+    assert got == [(2, "delete"), (3, "delete"), (5, "insert")]
+    rs = deltalake.DeltaTable(table.location).load_cdf(starting_version=result.version).read_all()
+    assert sorted(zip(rs["id"].to_pylist(), rs["_change_type"].to_pylist(), strict=True)) == got
+
+
 def conflicting_overwrite(
     tmp_path: Path, policy: dict[str, Any] | None
 ) -> tuple[JobResult, ConcurrentWriter]:
