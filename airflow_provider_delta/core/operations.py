@@ -19,7 +19,7 @@ from airflow_provider_delta.core.actions import AddFile, CommitInfo, Metadata, a
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.properties import minimal_protocol, required_features, validate_properties
 from airflow_provider_delta.core.protocol import check_writable
-from airflow_provider_delta.core.transaction import ENGINE_INFO, Transaction
+from airflow_provider_delta.core.transaction import ENGINE_INFO, Transaction, refuse_if_append_only
 from airflow_provider_delta.exceptions import (
     DeltaError,
     PredicateError,
@@ -179,6 +179,8 @@ def write_files(snapshot: Snapshot, data: pa.Table, *, data_change: bool = True)
     """Write ``data`` (logical columns) as data files of the snapshot's table."""
     from airflow_provider_delta.core.write.files import conform_to_table, write_data_files
 
+    # Refuse before writing: a refused commit must not leave data files behind.
+    check_writable(snapshot.protocol, location=snapshot.location, version=snapshot.version)
     _check_schema_writable(snapshot)
     data = conform_to_table(data, snapshot.schema)
     check_constraints(snapshot, data)
@@ -366,6 +368,7 @@ def delete(snapshot: Snapshot, predicate: Any = None, *, isolation_level: Any = 
     bound = _bound(snapshot, predicate) if predicate is not None else None
     params = {"predicate": orjson.dumps([_predicate_text(predicate)] if predicate is not None else []).decode()}
     txn = Transaction(snapshot, operation="DELETE", operation_parameters=params, isolation_level=isolation_level)
+    refuse_if_append_only(snapshot.metadata, snapshot.location, "DELETE", snapshot.version)
     files = txn.read_files(bound)
     changes = _change_rows(snapshot)
     metrics = _rewrite_without(txn, snapshot, bound, files, changes=changes)
@@ -390,8 +393,11 @@ def stage_overwrite(txn: Transaction, snapshot: Snapshot, data: pa.Table, predic
 
     if predicate is None:
         files = txn.read_files(None)
+        if files:
+            refuse_if_append_only(snapshot.metadata, snapshot.location, "WRITE", snapshot.version)
         txn.remove(*files)
         return {"numRemovedFiles": len(files)}
+    refuse_if_append_only(snapshot.metadata, snapshot.location, "WRITE", snapshot.version)
     bound = _bound(snapshot, predicate)
     txn.operation_parameters["predicate"] = orjson.dumps([_predicate_text(predicate)]).decode()
     if data.num_rows:
@@ -471,6 +477,7 @@ def update(
     bound = _bound(snapshot, predicate) if predicate is not None else None
     params = {"predicate": orjson.dumps([_predicate_text(predicate)] if predicate is not None else []).decode()}
     txn = Transaction(snapshot, operation="UPDATE", operation_parameters=params, isolation_level=isolation_level)
+    refuse_if_append_only(snapshot.metadata, snapshot.location, "UPDATE", snapshot.version)
     updated = copied = removed = added = 0
     changes = _change_rows(snapshot)
     for add in txn.read_files(bound):

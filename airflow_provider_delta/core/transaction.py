@@ -64,6 +64,23 @@ def _stringify(params: Mapping[str, Any] | None) -> dict[str, str]:
     return out
 
 
+def refuse_if_append_only(metadata: Metadata, location: str, operation: str, version: int) -> None:
+    """Raise when the table is append-only (``delta.appendOnly``): ``operation`` would remove data.
+
+    Operations call it before writing any file, as Delta's DELETE/UPDATE/MERGE do up front; commits
+    that remove data check it again.
+
+    Raises:
+        CommitError: the table is append-only.
+    """
+    if metadata.configuration.get("delta.appendOnly", "false").lower() == "true":
+        raise CommitError(
+            f"Cannot commit {operation} to table {location!r}: the table is append-only "
+            "(delta.appendOnly=true) and this transaction removes data. Help: unset delta.appendOnly first.",
+            version=version,
+        )
+
+
 class Transaction:
     """One optimistic transaction on a table, opened at ``snapshot.version``.
 
@@ -231,15 +248,9 @@ class Transaction:
         self._check_metadata()
         protocol = self._protocol or self.snapshot.protocol
         check_writable(protocol, location=self.snapshot.location, version=self.read_version)
-        metadata = self._metadata or self.snapshot.metadata
-        if metadata.configuration.get("delta.appendOnly", "false").lower() == "true" and any(
-            r.data_change for r in self._removes
-        ):
-            raise CommitError(
-                f"Cannot commit {self.operation} to table {self.snapshot.location!r}: the table is append-only "
-                "(delta.appendOnly=true) and this transaction removes data. Help: unset delta.appendOnly first.",
-                version=self.read_version,
-            )
+        if any(r.data_change for r in self._removes):
+            refuse_if_append_only(self._metadata or self.snapshot.metadata, self.snapshot.location,
+                                  self.operation, self.read_version)
 
     def _commit_info(self, version: int) -> CommitInfo:
         info: dict[str, Any] = {

@@ -448,10 +448,12 @@ def execute_merge(
 def _execute_merge(
     snapshot: Snapshot, spec: MergeSpec, source: pa.Table, *, isolation_level: Any
 ) -> dict[str, Any]:
-    from airflow_provider_delta.core.transaction import Transaction
+    from airflow_provider_delta.core.transaction import Transaction, refuse_if_append_only
 
     started = time.monotonic()
     plan = plan_merge(snapshot, spec, source)
+    if plan.matched or plan.not_matched_by_source:  # as Delta: only insert-only merges may run append-only
+        refuse_if_append_only(snapshot.metadata, snapshot.location, "MERGE", snapshot.version)
     writer = _evolved_snapshot(snapshot, plan)
     txn = Transaction(
         snapshot,

@@ -71,13 +71,20 @@ def table(tmp_path) -> DeltaTable:
     return t
 
 
-def _state(location: str) -> tuple[int, list[tuple[Any, ...]], list[str]]:
+State = tuple[int, list[tuple[Any, ...]], list[str], list[str]]
+
+
+def _state(location: str) -> State:
+    """Version, rows, active files, and every file on disk outside the log (a refused write writes none)."""
     t = DeltaTable(location)
     rows = sorted(tuple(r.values()) for r in t.to_arrow().to_pylist())
-    return DeltaTable.latest_version(location), rows, sorted(f.path for f in t.files())
+    on_disk = sorted(
+        str(p.relative_to(location)) for p in Path(location).rglob("*") if p.is_file() and "_delta_log" not in p.parts
+    )
+    return DeltaTable.latest_version(location), rows, sorted(f.path for f in t.files()), on_disk
 
 
-def _assert_unchanged(location: str, before: tuple[int, list[tuple[Any, ...]], list[str]]) -> None:
+def _assert_unchanged(location: str, before: State) -> None:
     assert _state(location) == before
     log = Path(location) / "_delta_log"
     assert not (log / f"{before[0] + 1:020d}.json").exists()
@@ -450,6 +457,9 @@ WRITES: dict[str, Callable[[DeltaTable], Any]] = {
     "delete-all": lambda t: t.delete(),
     "update": lambda t: t.update("id = 1", {"id": "10"}),
     "transaction": lambda t: t.transaction().commit(),
+    "merge": lambda t: t.merge(pa.table({"id": pa.array([1, 7], pa.int64()), "p": ["a", "a"]}), "s.id = t.id",
+                               source_alias="s",
+                               target_alias="t").when_matched_update_all().when_not_matched_insert_all().execute(),
 }
 
 
@@ -532,7 +542,22 @@ def test_append_only_table_refuses_delete_and_overwrite(tmp_path):
     _fails(t, lambda t: t.delete("id = 1"), CommitError, r"append-only \(delta.appendOnly=true\)")
     _fails(t, lambda t: t.overwrite(pa.table({"id": pa.array([3], pa.int64())})), CommitError, "append-only")
     _fails(t, lambda t: t.update("id = 1", {"id": "5"}), CommitError, "append-only")
+    upsert = pa.table({"id": pa.array([1, 9], pa.int64())})
+    _fails(
+        t,
+        lambda t: t.merge(upsert, "s.id = t.id", source_alias="s", target_alias="t")
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute(),
+        CommitError,
+        r"MERGE .*append-only",
+    )
     assert t.append(pa.table({"id": pa.array([3], pa.int64())})) == 2
+    inserted = (
+        t.merge(upsert, "s.id = t.id", source_alias="s", target_alias="t").when_not_matched_insert_all().execute()
+    )
+    assert inserted["version"] == 3
+    assert sorted(t.refresh().to_arrow()["id"].to_pylist()) == [1, 2, 3, 9]
 
 
 # -- creation --------------------------------------------------------------------------------------
