@@ -66,7 +66,8 @@ def _delta_rs(path: str, source: Any) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     req = json.loads(argv[1])
-    finish_lazy_imports()
+    if req["engine"] == "ours":
+        finish_lazy_imports()
     try:
         source = pq.read_table(req["source"])
         run = _ours if req["engine"] == "ours" else _delta_rs

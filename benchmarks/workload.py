@@ -414,8 +414,9 @@ def finish_lazy_imports() -> None:
     """Pay pyarrow's deferred ``import pandas`` now, before any clock starts.
 
     pyarrow imports pandas (when installed, as with the Airflow extra) on its first Python-object
-    conversion, whichever library makes it: ~0.3 s once per process. That is start-up cost like
-    ``import deltalake``, which no timing includes either; both engines' workers call this first.
+    conversion: ~0.3 s once per process. That is start-up cost like ``import deltalake``, which no
+    timing includes either, so our workers pay it first. delta-rs's workers must not: with pandas
+    imported, a process that ran deltalake's ``to_pyarrow_table`` aborts at exit (delta-rs 1.6.6).
     """
     import pyarrow as pa
 
