@@ -20,12 +20,11 @@ import itertools
 import json
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_read import DELTA_RS, OURS, CrossCheckError, Report, _format_row, _run_worker
+from benchmarks.bench_read import DELTA_RS, OURS, CrossCheckError, Report, _run_worker, run_and_report
 from benchmarks.bench_write import _interleaved, _ratio_row, _shown
 from benchmarks.workload import DATA_DIR
 
@@ -191,20 +190,10 @@ def run(rows: int, source_rows: int, files: int, repeats: int, timeout: float, e
     return report
 
 
-def _print_table(report: Report) -> None:
-    print("\n" + "=" * 118)
-    print(f"{'case':<44} {'ours':>10} {'delta-rs':>10} {'':<3} {'ratio':>8} {'target':<22} status")
-    print("-" * 118)
-    for row in report.rows:
-        print(_format_row(row))
-    print("-" * 118)
-    for r in report.rows:
-        if r.status == "FAIL":
-            print(f"FAIL: {r.case}: ours {r.ours:.1f} ms vs delta-rs {r.theirs:.1f} ms, target {r.target}")
-    print(
-        f"ms = median over fresh subprocesses, one clone of the table per run; table load and source read "
-        f"are not timed. The ratio target is gated at {GATED_ROWS:,} target rows; other sizes are info."
-    )
+FOOTNOTE = (
+    "ms = median over fresh subprocesses, one clone of the table per run; table load and source read "
+    f"are not timed. The ratio target is gated at {GATED_ROWS:,} target rows; other sizes are info."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -227,23 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     if set(engines) - {OURS, DELTA_RS} or rows < 1 or repeats < 1 or args.files < 1:
         parser.error("bad --engines, --rows, --repeats or --files")
 
-    started = time.perf_counter()
-    load_before = os.getloadavg()
-    print(f"load average at start: {load_before[0]:.2f} ({os.cpu_count()} CPUs)", flush=True)
-    try:
-        report = run(rows, source_rows, args.files, repeats, args.timeout, engines)
-    except CrossCheckError as exc:
-        print(f"\n!!!!!!!! CROSS-CHECK FAILED: {exc}", file=sys.stderr, flush=True)
-        return 1
-    _print_table(report)
-    print(
-        f"total wall time {time.perf_counter() - started:.0f}s; load average start {load_before[0]:.2f}, "
-        f"end {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs"
+    return run_and_report(
+        lambda: run(rows, source_rows, args.files, repeats, args.timeout, engines), FOOTNOTE, args.json
     )
-    if args.json:
-        out = [{**r.__dict__, "ratio": r.ratio} for r in report.rows]
-        args.json.write_text(json.dumps({"rows": out, "raw": report.raw}, indent=1, default=str))
-    return 0
 
 
 if __name__ == "__main__":

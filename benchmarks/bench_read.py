@@ -18,9 +18,12 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks.workload import WorkloadSpec, ensure_table, expected_active_files
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 OURS = "ours"
@@ -358,30 +361,61 @@ def run(
     return report
 
 
-def _print_table(report: Report) -> None:
+def print_report(report: Report, footnote: str) -> None:
+    """The results table, one FAIL line per missed target, and what the numbers mean (``footnote``)."""
     print("\n" + "=" * 118)
-    header = f"{'case':<44} {'ours':>10} {'delta-rs':>10} {'':<3} {'ratio':>8} {'target':<22} status"
-    print(header)
+    print(f"{'case':<44} {'ours':>10} {'delta-rs':>10} {'':<3} {'ratio':>8} {'target':<22} status")
     print("-" * 118)
     for row in report.rows:
         print(_format_row(row))
     print("-" * 118)
-    fails = [r for r in report.rows if r.status == "FAIL"]
-    for r in fails:
-        print(
-            f"FAIL: {r.case}: ours {r.ours:.3f} {r.unit} vs {r.reference} "
-            f"{'-' if r.theirs is None else f'{r.theirs:.3f}'} {r.unit}, target {r.target}"
-        )
+    for r in report.rows:
+        if r.status == "FAIL":
+            theirs = "-" if r.theirs is None else f"{r.theirs:.3f}"
+            print(
+                f"FAIL: {r.case}: ours {r.ours:.3f} {r.unit} vs {r.reference} {theirs} {r.unit}, target {r.target}"
+            )
     skipped = [r for r in report.rows if r.status in ("SKIP", "ERR")]
     if skipped:
-        print(f"{len(skipped)} measurement(s) without a result for ours (SKIP/ERR) -- see notes above.")
+        print(f"{len(skipped)} measurement(s) without a result (SKIP/ERR) -- see notes above.")
+    print(footnote)
+
+
+def run_and_report(measure: Callable[[], Report], footnote: str, json_path: Path | None) -> int:
+    """Run ``measure`` with the machine's load around it, print the report, optionally save it as JSON.
+
+    Returns the exit code: 1 when a cross-check failed (the numbers would be meaningless), else 0.
+    """
+    started = time.perf_counter()
+    load_before = os.getloadavg()
+    print(f"load average at start: {load_before[0]:.2f} ({os.cpu_count()} CPUs)", flush=True)
+    try:
+        report = measure()
+    except CrossCheckError as exc:
+        print(
+            f"\n!!!!!!!! CROSS-CHECK FAILED: {exc}\n!!!!!!!! benchmark aborted: numbers would be meaningless",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 1
+    print_report(report, footnote)
     print(
-        "ms = median over fresh subprocesses (cases 1, 2) or over in-process calls (case 3); "
-        "delta-rs listing = DeltaTable(...).get_add_actions(flatten=True); "
-        "delta-rs latest = cheaper of DeltaTable(path).version() and "
-        "DeltaTable(path, version=0)._table.get_latest_version() (see notes). "
-        f"Ratio targets are gated at N={GATED_SIZE:,}; other sizes are info."
+        f"total wall time {time.perf_counter() - started:.0f}s; load average start {load_before[0]:.2f}, "
+        f"end {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (other load inflates delta-rs's threaded numbers)"
     )
+    if json_path:
+        rows = [{**r.__dict__, "ratio": r.ratio} for r in report.rows]
+        json_path.write_text(json.dumps({"rows": rows, "raw": report.raw}, indent=1, default=str))
+    return 0
+
+
+FOOTNOTE = (
+    "ms = median over fresh subprocesses (cases 1, 2) or over in-process calls (case 3); "
+    "delta-rs listing = DeltaTable(...).get_add_actions(flatten=True); "
+    "delta-rs latest = cheaper of DeltaTable(path).version() and "
+    "DeltaTable(path, version=0)._table.get_latest_version() (see notes). "
+    f"Ratio targets are gated at N={GATED_SIZE:,}; other sizes are info."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -408,28 +442,9 @@ def main(argv: list[str] | None = None) -> int:
     repeats = args.repeats or (3 if args.quick else 5)
     latest_calls, latest_budget = (50, 1.0) if args.quick else (200, 3.0)
 
-    started = time.perf_counter()
-    load_before = os.getloadavg()
-    print(f"load average at start: {load_before[0]:.2f} ({os.cpu_count()} CPUs)", flush=True)
-    try:
-        report = run(sizes, repeats, latest_calls, latest_budget, args.timeout, engines)
-    except CrossCheckError as exc:
-        print(
-            f"\n!!!!!!!! CROSS-CHECK FAILED: {exc}\n!!!!!!!! benchmark aborted: numbers would be meaningless",
-            file=sys.stderr,
-            flush=True,
-        )
-        return 1
-    _print_table(report)
-    load_after = os.getloadavg()
-    print(
-        f"total wall time {time.perf_counter() - started:.0f}s; load average start {load_before[0]:.2f}, "
-        f"end {load_after[0]:.2f} on {os.cpu_count()} CPUs (other load inflates delta-rs's threaded numbers)"
+    return run_and_report(
+        lambda: run(sizes, repeats, latest_calls, latest_budget, args.timeout, engines), FOOTNOTE, args.json
     )
-    if args.json:
-        rows = [{**r.__dict__, "ratio": r.ratio} for r in report.rows]
-        args.json.write_text(json.dumps({"rows": rows, "raw": report.raw}, indent=1, default=str))
-    return 0
 
 
 if __name__ == "__main__":

@@ -13,11 +13,9 @@ was modified).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,9 +27,9 @@ from benchmarks.bench_read import (
     CrossCheckError,
     Report,
     Row,
-    _format_row,
     _status,
     _warm_os_cache,
+    run_and_report,
 )
 from benchmarks.bench_read import _run_worker as _run_read_worker
 from benchmarks.workload import (
@@ -478,29 +476,12 @@ def run(
     return report
 
 
-def _print_table(report: Report) -> None:
-    print("\n" + "=" * 118)
-    header = f"{'case':<44} {'ours':>10} {'delta-rs':>10} {'':<3} {'ratio':>8} {'target':<22} status"
-    print(header)
-    print("-" * 118)
-    for row in report.rows:
-        print(_format_row(row))
-    print("-" * 118)
-    for r in report.rows:
-        if r.status == "FAIL":
-            theirs = "-" if r.theirs is None else f"{r.theirs:.3f}"
-            print(
-                f"FAIL: {r.case}: ours {r.ours:.3f} {r.unit} vs {r.reference} {theirs} {r.unit}, target {r.target}"
-            )
-    skipped = [r for r in report.rows if r.status in ("SKIP", "ERR")]
-    if skipped:
-        print(f"{len(skipped)} measurement(s) without a result (SKIP/ERR) -- see notes above.")
-    print(
-        "ms = median over fresh subprocesses, each on its own clone of the table (cases 1, 2), or over "
-        "commits applied in one process (case 3); load time is excluded everywhere. "
-        f"Ratio targets are gated at N={GATED_SIZE:,}; other sizes are info. The 1 ms target of case 3 "
-        "applies at every size."
-    )
+FOOTNOTE = (
+    "ms = median over fresh subprocesses, each on its own clone of the table (cases 1, 2), or over "
+    "commits applied in one process (case 3); load time is excluded everywhere. "
+    f"Ratio targets are gated at N={GATED_SIZE:,}; other sizes are info. The 1 ms target of case 3 "
+    "applies at every size."
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -537,30 +518,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.advance_reps < 1 or args.repeats < 1:
         parser.error("--repeats and --advance-reps must be >= 1")
 
-    started = time.perf_counter()
-    load_before = os.getloadavg()
-    print(f"load average at start: {load_before[0]:.2f} ({os.cpu_count()} CPUs)", flush=True)
-    try:
-        report = run(
-            sizes, args.repeats, args.advance_reps, args.advance_budget, args.timeout, engines, args.full_copy
-        )
-    except CrossCheckError as exc:
-        print(
-            f"\n!!!!!!!! CROSS-CHECK FAILED: {exc}\n!!!!!!!! benchmark aborted: numbers would be meaningless",
-            file=sys.stderr,
-            flush=True,
-        )
-        return 1
-    _print_table(report)
-    load_after = os.getloadavg()
-    print(
-        f"total wall time {time.perf_counter() - started:.0f}s; load average start {load_before[0]:.2f}, "
-        f"end {load_after[0]:.2f} on {os.cpu_count()} CPUs (other load inflates delta-rs's threaded numbers)"
+    return run_and_report(
+        lambda: run(sizes, args.repeats, args.advance_reps, args.advance_budget, args.timeout, engines, args.full_copy),
+        FOOTNOTE,
+        args.json,
     )
-    if args.json:
-        rows = [{**r.__dict__, "ratio": r.ratio} for r in report.rows]
-        args.json.write_text(json.dumps({"rows": rows, "raw": report.raw}, indent=1, default=str))
-    return 0
 
 
 if __name__ == "__main__":
