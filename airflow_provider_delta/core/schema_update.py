@@ -83,6 +83,15 @@ def with_column_mapping(schema: StructType, configuration: Mapping[str, str]) ->
     return mapped, conf
 
 
+def metadata_with_schema(metadata: Metadata, schema: StructType, **changes: Any) -> Metadata:
+    """``metadata`` with ``schema`` (new fields given column mapping ids when the table maps columns).
+
+    ``changes`` replace further metaData fields, e.g. ``partition_columns``.
+    """
+    mapped, configuration = with_column_mapping(schema, metadata.configuration)
+    return dataclasses.replace(metadata, schema_string=mapped.to_json(), configuration=configuration, **changes)
+
+
 class SchemaUpdate:
     """Staged schema and property changes on a table, committed as one metadata change.
 
@@ -308,13 +317,8 @@ class SchemaUpdate:
     # -- commit -----------------------------------------------------------------------------------
     def metadata(self) -> Metadata:
         """The metaData action the staged changes produce."""
-        schema, configuration = with_column_mapping(self.schema, self.configuration)
-        return dataclasses.replace(
-            self._snapshot.metadata,
-            schema_string=schema.to_json(),
-            configuration=configuration,
-            partition_columns=self.partition_columns,
-        )
+        staged = dataclasses.replace(self._snapshot.metadata, configuration=self.configuration)
+        return metadata_with_schema(staged, self.schema, partition_columns=self.partition_columns)
 
     def commit(self) -> int | None:
         """Commit the staged changes as one transaction; returns the version (None if nothing was staged).
@@ -434,4 +438,4 @@ def _text(path: ev.PathLike) -> str:
     return path if isinstance(path, str) else ".".join(path)
 
 
-__all__ = ["SchemaUpdate", "as_data_type", "with_column_mapping"]
+__all__ = ["SchemaUpdate", "as_data_type", "metadata_with_schema", "with_column_mapping"]

@@ -107,10 +107,9 @@ def evolve_for_write(
         merged = merge_schemas(snapshot.schema, _align_to_table(snapshot.schema, incoming))
         if merged is snapshot.schema:
             return None
-        from airflow_provider_delta.core.schema_update import with_column_mapping
+        from airflow_provider_delta.core.schema_update import metadata_with_schema
 
-        schema, configuration = with_column_mapping(merged, snapshot.configuration)
-        return dataclasses.replace(snapshot.metadata, schema_string=schema.to_json(), configuration=configuration)
+        return metadata_with_schema(snapshot.metadata, merged)
     return _overwritten(snapshot, incoming, partition_by or ())
 
 

@@ -20,7 +20,6 @@ Example:
 
 from __future__ import annotations
 
-import copy
 import os
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -413,21 +412,10 @@ def _evolved_snapshot(snapshot: Snapshot, plan: MergePlan) -> Snapshot:
     """The snapshot as writers must see it: with the evolved schema (column mapping ids for new fields)."""
     if not plan.evolved:
         return snapshot
-    import dataclasses
+    from airflow_provider_delta.core.schema_update import metadata_with_schema
+    from airflow_provider_delta.core.schema_write import with_metadata
 
-    from airflow_provider_delta.core.schema.mapping import assign_column_mapping, column_mapping_mode
-
-    schema, configuration = plan.schema, dict(snapshot.configuration)
-    if column_mapping_mode(configuration) != "none":
-        start = int(configuration.get("delta.columnMapping.maxColumnId", "0")) + 1
-        schema, max_id = assign_column_mapping(schema, start)
-        configuration["delta.columnMapping.maxColumnId"] = str(max_id)
-    evolved = copy.copy(snapshot)
-    evolved.metadata = dataclasses.replace(
-        snapshot.metadata, schema_string=schema.to_json(), configuration=configuration
-    )
-    evolved.__dict__.pop("schema", None)  # the cached_property of the copied snapshot
-    return evolved
+    return with_metadata(snapshot, metadata_with_schema(snapshot.metadata, plan.schema))
 
 
 def execute_merge(
