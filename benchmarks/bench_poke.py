@@ -3,7 +3,7 @@
     python -m benchmarks.bench_poke [--sizes 100,1000,10000] [--repeats 200] [--quick]
 
 A poke is the engine part of ``DeltaVersionSensor.poke`` and of the triggers' polls:
-``core.sensing.new_commits(path, known_version)``. Two cases per table:
+``core.log.sensing.new_commits(path, known_version)``. Two cases per table:
 
 - ``idle``: nothing new since the known version (the common poke: two existence checks);
 - ``1 new``: one commit after the known version (probe, then read that commit's commitInfo).
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 50 if args.quick else args.repeats
     import deltalake
 
-    from airflow_provider_delta.core.sensing import new_commits
+    from airflow_provider_delta.core.log.sensing import new_commits
 
     rows: list[tuple[int, float, float, float]] = []
     print(f"{'commits':>8} {'ours idle':>10} {'ours 1 new':>11} {'delta-rs':>9} {'ratio':>6}   (median ms)")

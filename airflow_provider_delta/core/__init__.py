@@ -18,11 +18,11 @@ from airflow_provider_delta.core.actions import (
     RemoveFile,
     SetTransaction,
 )
-from airflow_provider_delta.core.cdf import ChangeBatch
-from airflow_provider_delta.core.schema_update import SchemaUpdate
+from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
+from airflow_provider_delta.core.read.changes import ChangeBatch
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.core.transaction import Transaction
+from airflow_provider_delta.core.transaction.commit import Transaction
 from airflow_provider_delta.exceptions import (
     ChangeDataFeedError,
     ChangeDataNotRecordedError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from airflow_provider_delta.core import history as _history
+from airflow_provider_delta.core.log import history as _history
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import storage_for
@@ -16,13 +16,13 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from airflow_provider_delta.core.actions import AddFile, Metadata, Protocol, RemoveFile
-    from airflow_provider_delta.core.cdf import ChangeBatch
-    from airflow_provider_delta.core.history import TimestampLike
-    from airflow_provider_delta.core.merge.builder import MergeBuilder
+    from airflow_provider_delta.core.commands.merge.builder import MergeBuilder
+    from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
+    from airflow_provider_delta.core.log.history import TimestampLike
+    from airflow_provider_delta.core.read.changes import ChangeBatch
     from airflow_provider_delta.core.schema.types import StructType
-    from airflow_provider_delta.core.schema_update import SchemaUpdate
     from airflow_provider_delta.core.storage import Storage
-    from airflow_provider_delta.core.transaction import Transaction
+    from airflow_provider_delta.core.transaction.commit import Transaction
 
 
 class DeltaTable:
@@ -142,7 +142,7 @@ class DeltaTable:
             PredicateError: the filter cannot be parsed or names an unknown column.
             DataFileError: a data file or deletion vector is missing or unreadable.
         """
-        from airflow_provider_delta.core.scan import scan_to_arrow
+        from airflow_provider_delta.core.read.scan import scan_to_arrow
 
         return scan_to_arrow(self._snapshot, columns=columns, filter=filter)
 
@@ -157,7 +157,7 @@ class DeltaTable:
         max_files: int | None = None,
         max_bytes: int | None = None,
     ) -> pa.Table:
-        """The change data feed: rows changed between two versions, inclusive (see ``core.cdf``).
+        """The change data feed: rows changed between two versions, inclusive (see ``core.read.changes``).
 
         The table's columns plus ``_change_type``, ``_commit_version`` and ``_commit_timestamp``.
         With ``max_files``/``max_bytes``, use :meth:`changes_batch` to learn where to continue.
@@ -189,7 +189,7 @@ class DeltaTable:
             >>> batch.end_version, batch.next_starting_version, batch.is_complete  # doctest: +SKIP
             (4, 5, False)
         """
-        from airflow_provider_delta.core.cdf import read_changes
+        from airflow_provider_delta.core.read.changes import read_changes
 
         self._snapshot = self._snapshot.advance()
         return read_changes(
@@ -222,7 +222,7 @@ class DeltaTable:
             ...                   partition_by=["d"], properties={"delta.enableChangeDataFeed": "true"})
             ... # doctest: +SKIP
         """
-        from airflow_provider_delta.core.operations import create_table
+        from airflow_provider_delta.core.commands.write import create_table
 
         storage = storage_for(str(location), storage_options)
         create_table(storage, str(location), schema, partition_by=partition_by, properties=properties,
@@ -255,7 +255,7 @@ class DeltaTable:
         ``schema_mode="merge"`` (Delta's mergeSchema; default: the session's ``auto_merge_schema``)
         adds the data's new columns and struct fields to the schema in the same commit.
         """
-        from airflow_provider_delta.core.operations import append
+        from airflow_provider_delta.core.commands.write import append
 
         return self._after(append(self._latest(), data, app_id=app_id, app_version=app_version,
                                   isolation_level=isolation_level, schema_mode=schema_mode))
@@ -275,7 +275,7 @@ class DeltaTable:
         predicate) replaces the schema and the partitioning with ``partition_by`` (unpartitioned when
         not given, as in Delta).
         """
-        from airflow_provider_delta.core.operations import overwrite
+        from airflow_provider_delta.core.commands.write import overwrite
 
         version = overwrite(self._latest(), data, predicate, isolation_level=isolation_level,
                             schema_mode=schema_mode, partition_by=partition_by)
@@ -284,7 +284,7 @@ class DeltaTable:
 
     def delete(self, predicate: Any = None, *, isolation_level: Any = None) -> int | None:
         """Delete rows matching ``predicate`` (all when None); None when no row matched."""
-        from airflow_provider_delta.core.operations import delete
+        from airflow_provider_delta.core.commands.write import delete
 
         return self._after(delete(self._latest(), predicate, isolation_level=isolation_level))
 
@@ -296,7 +296,7 @@ class DeltaTable:
         isolation_level: Any = None,
     ) -> int | None:
         """Set columns to SQL expressions where ``predicate`` holds: ``update("id = 1", set={"v": "v + 1"})``."""
-        from airflow_provider_delta.core.operations import update
+        from airflow_provider_delta.core.commands.write import update
 
         return self._after(update(self._latest(), predicate, set or {}, isolation_level=isolation_level))
 
@@ -321,7 +321,7 @@ class DeltaTable:
             >>> t.merge(src, "t.id = s.id", source_alias="s", target_alias="t") \\
             ...     .when_matched_update_all().when_not_matched_insert_all().execute()  # doctest: +SKIP
         """
-        from airflow_provider_delta.core.merge.builder import MergeBuilder
+        from airflow_provider_delta.core.commands.merge.builder import MergeBuilder
 
         return MergeBuilder(self, source, condition, source_alias=source_alias, target_alias=target_alias,
                             schema_evolution=schema_evolution, isolation_level=isolation_level)
@@ -336,7 +336,7 @@ class DeltaTable:
             >>> t.merge_sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * "
             ...             "WHEN NOT MATCHED THEN INSERT *", source=src)  # doctest: +SKIP
         """
-        from airflow_provider_delta.core.merge.builder import run_merge_sql
+        from airflow_provider_delta.core.commands.merge.builder import run_merge_sql
 
         return run_merge_sql(self, statement, source, isolation_level=isolation_level)
 
@@ -347,7 +347,7 @@ class DeltaTable:
             >>> with t.update_schema() as u:                          # doctest: +SKIP
             ...     u.add_column("colB.nested", "STRING", after="field1").rename_column("colA", "a")
         """
-        from airflow_provider_delta.core.schema_update import SchemaUpdate
+        from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
 
         return SchemaUpdate(self, isolation_level=isolation_level)
 
@@ -374,7 +374,7 @@ class DeltaTable:
         isolation_level: Any = None,
     ) -> Transaction:
         """A low-level transaction on the loaded version (a context manager that commits on exit)."""
-        from airflow_provider_delta.core.transaction import Transaction
+        from airflow_provider_delta.core.transaction.commit import Transaction
 
         return Transaction(self._snapshot, operation=operation, operation_parameters=operation_parameters,
                            isolation_level=isolation_level)

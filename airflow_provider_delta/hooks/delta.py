@@ -22,7 +22,7 @@ from urllib.parse import urlparse
 from airflow.sdk import BaseHook
 from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
 
-from airflow_provider_delta.core import history as _history
+from airflow_provider_delta.core.log import history as _history
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
 from airflow_provider_delta.core.storage import storage_for
 

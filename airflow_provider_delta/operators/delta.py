@@ -30,7 +30,7 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
-from airflow_provider_delta.core.conflict_policy import ConflictPolicy
+from airflow_provider_delta.core.transaction.policy import ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook
 from airflow_provider_delta.policies.conflicts import conflict_exception

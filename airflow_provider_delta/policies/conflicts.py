@@ -1,4 +1,4 @@
-"""Turn a Delta conflict into an Airflow task outcome, per ``core.conflict_policy.ConflictPolicy``.
+"""Turn a Delta conflict into an Airflow task outcome, per ``core.transaction.policy.ConflictPolicy``.
 
 Two entry points:
 
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import RetryDecision, RetryPolicy
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from airflow_provider_delta.core.conflict_policy import ConflictAction, ConflictPolicy, exception_name
+from airflow_provider_delta.core.transaction.policy import ConflictAction, ConflictPolicy, exception_name
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

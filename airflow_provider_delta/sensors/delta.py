@@ -10,7 +10,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
-from airflow_provider_delta.core.sensing import current_version, new_commits
+from airflow_provider_delta.core.log.sensing import current_version, new_commits
 from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError
 from airflow_provider_delta.hooks.delta import DeltaHook
 from airflow_provider_delta.triggers.delta import DeltaVersionTrigger
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-    from airflow_provider_delta.core.sensing import NewCommits
+    from airflow_provider_delta.core.log.sensing import NewCommits
 
 BASELINE_KEY = "delta_version_sensor_baseline"
 

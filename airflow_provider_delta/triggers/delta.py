@@ -5,7 +5,7 @@
 - ``DeltaCommitEventTrigger``: behind an ``AssetWatcher``; emits one event per batch of new versions
   for as long as it runs, so each commit can start a DAG run.
 
-Both poll with ``core.sensing.new_commits`` (a few file probes from the last known version) in a
+Both poll with ``core.log.sensing.new_commits`` (a few file probes from the last known version) in a
 worker thread, so the triggerer's event loop never blocks on storage.
 """
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowException
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
-from airflow_provider_delta.core.sensing import NewCommits, current_version, new_commits
+from airflow_provider_delta.core.log.sensing import NewCommits, current_version, new_commits
 from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError
 
 if TYPE_CHECKING:

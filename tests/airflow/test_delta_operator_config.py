@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from airflow_provider_delta.core.conflict_policy import ConflictPolicy
+from airflow_provider_delta.core.transaction.policy import ConflictPolicy
 from airflow_provider_delta.hooks.delta import DeltaHook
 from airflow_provider_delta.operators.delta import (
     DEFAULT_SPARK_CONF,

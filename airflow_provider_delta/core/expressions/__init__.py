@@ -58,7 +58,7 @@ from airflow_provider_delta.core.expressions.nodes import (
     referenced_columns,
 )
 
-# Private, re-exported for core.operations and core.merge.plan (result type of a bound expression).
+# Private, re-exported for core.commands.write and core.commands.merge.plan (result type of a bound expression).
 from airflow_provider_delta.core.expressions.nodes import _type_of as _type_of
 from airflow_provider_delta.core.expressions.parse import parse_expression, parse_filter, parse_predicate
 from airflow_provider_delta.core.expressions.render import to_sql

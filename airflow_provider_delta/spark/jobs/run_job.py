@@ -8,7 +8,7 @@ Usage::
 ``--spec`` takes a file path or the JSON text itself. ``--engine local`` runs the job without a
 SparkSession (pure pyarrow in this process: tests, and jobs that need no Spark).
 
-The job runs inside the conflict policy's retry loop (``core.conflict_policy``); the result file is
+The job runs inside the conflict policy's retry loop (``core.transaction.policy``); the result file is
 always written, success or failure, unless the process dies. Exit codes: 0 success, 2 the job failed
 and the result says why, 1 the spec or the result path could not be used.
 """
@@ -24,7 +24,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_delta.core.conflict_policy import (
+from airflow_provider_delta.core.transaction.policy import (
     ConflictPolicy,
     failure_record,
     run_with_conflict_policy,

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from airflow_provider_delta.core.operations import metrics_for_adds, stage_overwrite, write_files
+from airflow_provider_delta.core.commands.write import metrics_for_adds, stage_overwrite, write_files
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.core.transaction import Transaction
+from airflow_provider_delta.core.transaction.commit import Transaction
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.context import JobOutput
 

@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.cdf_write import cdf_enabled, tag_changes, write_change_files
 from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.core.session import session_defaults
+from airflow_provider_delta.core.write.changes import cdf_enabled, tag_changes, write_change_files
 from airflow_provider_delta.exceptions import (
     ChangeDataNotRecordedError,
     ChangeDataSchemaError,
@@ -426,7 +426,7 @@ def test_max_files_reads_whole_commits_and_tells_where_to_continue(tmp_path):
 
 
 def test_file_re_added_with_a_new_deletion_vector_reads_only_newly_deleted_rows(tmp_path):
-    from airflow_provider_delta.core.deletion_vectors import inline_descriptor
+    from airflow_provider_delta.core.read.deletion_vectors import inline_descriptor
 
     t = _table(tmp_path, partitioned=False, properties={**CDF, "delta.enableDeletionVectors": "true"})
     (add,) = t.files()

@@ -342,6 +342,6 @@ def test_winner_landing_between_the_read_and_the_existence_check_is_not_a_log_ga
 
 
 def _write(table: DeltaTable, data: pa.Table) -> list[Any]:
-    from airflow_provider_delta.core.operations import write_files
+    from airflow_provider_delta.core.commands.write import write_files
 
     return write_files(table.snapshot, data)

@@ -1,4 +1,4 @@
-"""core.conflict_policy: which action each conflict gets, the JSON form, and the in-job retry loop."""
+"""core.transaction.policy: which action each conflict gets, the JSON form, and the in-job retry loop."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.conflict_policy import (
+from airflow_provider_delta.core.transaction.policy import (
     ConflictPolicy,
     failure_record,
     run_with_conflict_policy,

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap64
 
-from airflow_provider_delta.core.deletion_vectors import (
+from airflow_provider_delta.core.read.deletion_vectors import (
     PORTABLE_MAGIC,
     DeletionVectorDescriptor,
     deletion_mask,

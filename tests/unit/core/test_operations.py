@@ -21,7 +21,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import ConcurrentTransactionException, DeltaTable
-from airflow_provider_delta.core.operations import append as append_op
+from airflow_provider_delta.core.commands.write import append as append_op
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string()), ("v", pa.int64())])
 

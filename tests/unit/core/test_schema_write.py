@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.operations import append
+from airflow_provider_delta.core.commands.write import append
 from airflow_provider_delta.core.schema.mapping import field_id, physical_name
 from airflow_provider_delta.core.session import session_defaults
 from airflow_provider_delta.exceptions import (

@@ -1,4 +1,4 @@
-"""core.sensing: new commits since a known version, found with a few probes (no listing, no replay)."""
+"""core.log.sensing: new commits since a known version, found with a few probes (no listing, no replay)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 
 from airflow_provider_delta.core import DeltaTable
 from airflow_provider_delta.core.log.paths import commit_path
-from airflow_provider_delta.core.sensing import current_version, has_new_version, new_commits
+from airflow_provider_delta.core.log.sensing import current_version, has_new_version, new_commits
 from airflow_provider_delta.core.storage import FileInfo, LocalStorage
 from airflow_provider_delta.exceptions import NotADeltaTableError
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.merge import MergeClause, parse_merge_sql
+from airflow_provider_delta.core.commands.merge import MergeClause, parse_merge_sql
 from airflow_provider_delta.exceptions import MergeError
 
 if TYPE_CHECKING:

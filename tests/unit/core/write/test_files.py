@@ -606,7 +606,7 @@ def test_our_reader_reads_back_the_rows_and_skips_by_stats(interop_table: tuple[
     expected = _interop_data().set_column(1, "p", pa.array([v or None for v in SPECIAL]))
     assert _sorted_rows(table.to_arrow()) == _sorted_rows(expected)
     pytest.importorskip("airflow_provider_delta.core.expressions")
-    from airflow_provider_delta.core.scan import plan_scan
+    from airflow_provider_delta.core.read.scan import plan_scan
 
     assert [r["id"] for r in _sorted_rows(table.to_arrow(filter="id > 5"))] == [6, 7, 8]
     # Files whose id range is all <= 5 are skipped by their stats.

@@ -18,12 +18,12 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_provider_delta.core.deletion_vectors import (
+from airflow_provider_delta.core.partitions import decode_partition_value, partition_column
+from airflow_provider_delta.core.read.deletion_vectors import (
     DeletionVectorDescriptor,
     deletion_mask,
     read_deleted_rows,
 )
-from airflow_provider_delta.core.partitions import decode_partition_value, partition_column
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.conform import conform_table
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
@@ -99,8 +99,8 @@ def plan_scan(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filte
     predicate = None
     needed = set(selected)
     if filter is not None:
+        from airflow_provider_delta.core.commands.write import require_boolean
         from airflow_provider_delta.core.expressions import bind, parse_filter, referenced_columns
-        from airflow_provider_delta.core.operations import require_boolean
 
         predicate = bind(parse_filter(filter), logical_arrow)
         require_boolean(predicate, filter)

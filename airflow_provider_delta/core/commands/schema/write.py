@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import Metadata
     from airflow_provider_delta.core.snapshot import Snapshot
-    from airflow_provider_delta.core.transaction import Transaction
+    from airflow_provider_delta.core.transaction.commit import Transaction
 
 SchemaMode = Literal["merge", "overwrite"]
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
@@ -107,7 +107,7 @@ def evolve_for_write(
         merged = merge_schemas(snapshot.schema, _align_to_table(snapshot.schema, incoming))
         if merged is snapshot.schema:
             return None
-        from airflow_provider_delta.core.schema_update import metadata_with_schema
+        from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
 
         return metadata_with_schema(snapshot.metadata, merged)
     return _overwritten(snapshot, incoming, partition_by or ())

@@ -61,7 +61,7 @@ DEFAULT_ACTIONS: Mapping[str, ConflictAction] = MappingProxyType(
 )
 CONFLICT_NAMES = frozenset(DEFAULT_ACTIONS) - {"CommitRetriesExhaustedError"}
 _BASE_NAME = DeltaConcurrentModificationException.__name__
-# core/conflicts.py words an unwritable upgrade this way; a job result carries only type + message.
+# core/transaction/conflicts.py words an unwritable upgrade this way; a job result carries only type + message.
 _UNWRITABLE_MARKERS = ("cannot write", "UnsupportedFeature")
 
 

@@ -1,7 +1,7 @@
 """The clause model of a MERGE: what the builder and the SQL parser both produce.
 
 A :class:`MergeSpec` is the statement as the user wrote it (SQL text for conditions and values,
-names as typed); :mod:`airflow_provider_delta.core.merge.plan` resolves it against the target and
+names as typed); :mod:`airflow_provider_delta.core.commands.merge.plan` resolves it against the target and
 source schemas.
 
 Example:

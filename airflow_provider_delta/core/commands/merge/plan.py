@@ -3,7 +3,7 @@
 The plan is engine-neutral: bound expressions (evaluated over rows laid out as one struct column per
 alias, see :func:`airflow_provider_delta.core.expressions.bind`), the schema the commit will have,
 the equi-join keys, and the predicate that selects the target files that can hold affected rows.
-An executor (:mod:`airflow_provider_delta.core.merge.local`, or Spark) turns it into files and actions.
+An executor (:mod:`airflow_provider_delta.core.commands.merge.local`, or Spark) turns it into files and actions.
 
 Schema evolution follows Delta Lake (``MERGE WITH SCHEMA EVOLUTION`` / ``autoMerge``):
 
@@ -51,7 +51,7 @@ from airflow_provider_delta.exceptions import MergeError, PredicateError, Schema
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
-    from airflow_provider_delta.core.merge.model import MergeClause, MergeSpec
+    from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
     from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["Assignment", "JoinKey", "MergePlan", "PlannedClause", "plan_merge"]
@@ -309,7 +309,7 @@ class _Planner:
             column = next((c.name for c in _walk(expr) if isinstance(c, Column)), None)
             raise MergeError(f"{err} (in the {where})", clause=where, column=column) from err
         if predicate:
-            from airflow_provider_delta.core.operations import require_boolean
+            from airflow_provider_delta.core.commands.write import require_boolean
 
             try:
                 require_boolean(bound, text)

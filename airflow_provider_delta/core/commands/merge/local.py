@@ -29,17 +29,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_delta.core.commands.merge.plan import JoinKey, field_at, plan_merge, source_key_column
 from airflow_provider_delta.core.expressions import Column, evaluate
-from airflow_provider_delta.core.merge.plan import JoinKey, field_at, plan_merge, source_key_column
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, SchemaMismatchError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_delta.core.actions import AddFile
+    from airflow_provider_delta.core.commands.merge.model import MergeSpec
+    from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
     from airflow_provider_delta.core.expressions import Expr
-    from airflow_provider_delta.core.merge.model import MergeSpec
-    from airflow_provider_delta.core.merge.plan import MergePlan, PlannedClause
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.snapshot import Snapshot
 
@@ -392,7 +392,7 @@ def _rewrite(target: _Target, out: _Outcome) -> tuple[np.ndarray, pa.Table, np.n
 
 def _read_target(snapshot: Snapshot, files: Sequence[AddFile], schema: StructType) -> _Target:
     """The rows of ``files`` in the (evolved) ``schema``, file by file."""
-    from airflow_provider_delta.core.operations import read_file_rows
+    from airflow_provider_delta.core.commands.write import read_file_rows
     from airflow_provider_delta.core.schema.arrow import to_arrow_schema
     from airflow_provider_delta.core.write.files import conform_to_table
 
@@ -412,8 +412,8 @@ def _evolved_snapshot(snapshot: Snapshot, plan: MergePlan) -> Snapshot:
     """The snapshot as writers must see it: with the evolved schema (column mapping ids for new fields)."""
     if not plan.evolved:
         return snapshot
-    from airflow_provider_delta.core.schema_update import metadata_with_schema
-    from airflow_provider_delta.core.schema_write import with_metadata
+    from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
+    from airflow_provider_delta.core.commands.schema.write import with_metadata
 
     return with_metadata(snapshot, metadata_with_schema(snapshot.metadata, plan.schema))
 
@@ -436,7 +436,7 @@ def execute_merge(
 def _execute_merge(
     snapshot: Snapshot, spec: MergeSpec, source: pa.Table, *, isolation_level: Any
 ) -> dict[str, Any]:
-    from airflow_provider_delta.core.transaction import Transaction, refuse_if_append_only
+    from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 
     started = time.monotonic()
     plan = plan_merge(snapshot, spec, source)
@@ -483,7 +483,7 @@ def _changes(
     inserted: pa.Table | None,
 ) -> pa.Table | None:
     """The change rows of a merge that rewrites files, when the table records its changes."""
-    from airflow_provider_delta.core.cdf_write import cdf_enabled, tag_changes
+    from airflow_provider_delta.core.write.changes import cdf_enabled, tag_changes
 
     if not cdf_enabled(writer):
         return None
@@ -503,8 +503,8 @@ def _write(
     writer: Snapshot, tables: Sequence[pa.Table], changes: pa.Table | None
 ) -> tuple[list[Any], list[Any]]:
     """Write data files (in parallel chunks when unpartitioned) and change files; return (adds, cdc)."""
-    from airflow_provider_delta.core.cdf_write import write_change_files
-    from airflow_provider_delta.core.operations import write_files
+    from airflow_provider_delta.core.commands.write import write_files
+    from airflow_provider_delta.core.write.changes import write_change_files
 
     data = pa.concat_tables(tables) if tables else None
     chunks: list[pa.Table] = []

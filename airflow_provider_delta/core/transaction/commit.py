@@ -3,7 +3,7 @@
 Phase 1 (read) records what the transaction looked at: predicates, files, the whole table, its
 application ids. Phase 2 (write) stages actions. Phase 3 writes ``N+1.json`` with an atomic
 put-if-absent; when another writer took that version first, every winning commit is checked by
-:mod:`airflow_provider_delta.core.conflicts` and, when none conflicts, the transaction is rebased
+:mod:`airflow_provider_delta.core.transaction.conflicts` and, when none conflicts, the transaction is rebased
 onto the newest version and retried with backoff and jitter.
 
 Example:
@@ -34,10 +34,15 @@ from airflow_provider_delta.core.actions import (
     action_to_dict,
     file_key,
 )
-from airflow_provider_delta.core.conflicts import IsolationLevel, ReadSummary, WinningCommit, check_conflicts
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import commit_info_of, parse_commit, read_commit
 from airflow_provider_delta.core.protocol import check_writable
+from airflow_provider_delta.core.transaction.conflicts import (
+    IsolationLevel,
+    ReadSummary,
+    WinningCommit,
+    check_conflicts,
+)
 from airflow_provider_delta.exceptions import CommitError, CommitRetriesExhaustedError, DeltaError
 
 if TYPE_CHECKING:
@@ -132,7 +137,7 @@ class Transaction:
             self.read_whole_table()
             files = self.snapshot.files()
         else:
-            from airflow_provider_delta.core.scan import plan_scan
+            from airflow_provider_delta.core.read.scan import plan_scan
 
             plan = plan_scan(self.snapshot, filter=predicate)
             self._read_predicates.append(plan.predicate)
@@ -231,7 +236,7 @@ class Transaction:
         """Validate a staged metadata change and upgrade the protocol its properties need."""
         if self._metadata is None:
             return
-        from airflow_provider_delta.core.operations import check_cdf_columns
+        from airflow_provider_delta.core.commands.write import check_cdf_columns
         from airflow_provider_delta.core.properties import protocol_for_metadata
         from airflow_provider_delta.core.schema.types import schema_from_json
 
@@ -303,7 +308,7 @@ class Transaction:
             part_fields = [f for f in snapshot.schema if f.name.lower() in lowered]
 
         def partition_values_of(add: dict[str, Any]) -> dict[str, Any]:
-            from airflow_provider_delta.core.scan import decoded_partition_values
+            from airflow_provider_delta.core.read.scan import decoded_partition_values
 
             return decoded_partition_values(add.get("partitionValues") or {}, part_fields, mode)
 
@@ -365,7 +370,7 @@ class Transaction:
 
     def _post_commit(self, version: int) -> None:
         metadata = self._metadata or self.snapshot.metadata
-        from airflow_provider_delta.core.maintenance import auto_checkpoint
+        from airflow_provider_delta.core.transaction.post_commit import auto_checkpoint
 
         auto_checkpoint(self.storage, self.snapshot.location, version, metadata.configuration,
                         snapshot=self.snapshot)

@@ -50,8 +50,7 @@ from airflow_provider_delta.core.actions import (
     RemoveFile,
     action_from_dict,
 )
-from airflow_provider_delta.core.cdf_write import CDF_PROPERTY, CHANGE_TYPE, cdf_enabled
-from airflow_provider_delta.core.history import ict_enablement_version, to_epoch_millis
+from airflow_provider_delta.core.log.history import ict_enablement_version, to_epoch_millis
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import read_commit
 from airflow_provider_delta.core.log.segment import list_log
@@ -66,6 +65,7 @@ from airflow_provider_delta.core.schema.types import (
     StructType,
     schema_from_json,
 )
+from airflow_provider_delta.core.write.changes import CDF_PROPERTY, CHANGE_TYPE, cdf_enabled
 from airflow_provider_delta.exceptions import (
     ChangeDataNotRecordedError,
     ChangeDataSchemaError,
@@ -76,7 +76,7 @@ from airflow_provider_delta.exceptions import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
 
-    from airflow_provider_delta.core.history import TimestampLike
+    from airflow_provider_delta.core.log.history import TimestampLike
     from airflow_provider_delta.core.snapshot import Snapshot
     from airflow_provider_delta.core.storage import Storage
 
@@ -609,7 +609,7 @@ def _tagged(rows: pa.Table, change_type: str) -> pa.Table:
 
 
 def _plan(read: Snapshot, extra: Sequence[StructField] = ()) -> Any:
-    from airflow_provider_delta.core.scan import ScanPlan
+    from airflow_provider_delta.core.read.scan import ScanPlan
 
     schema = read.schema
     part_names = {c.lower() for c in read.partition_columns}
@@ -627,7 +627,7 @@ def _plan(read: Snapshot, extra: Sequence[StructField] = ()) -> Any:
 
 def _read_rows(read: Snapshot, add: AddFile, *, keep_deleted: bool) -> pa.Table:
     """A data file's rows under the read schema; with ``keep_deleted`` the deletion vector is ignored."""
-    from airflow_provider_delta.core.scan import _read_file
+    from airflow_provider_delta.core.read.scan import _read_file
 
     if keep_deleted:
         add = add._replace(deletion_vector=None)
@@ -636,7 +636,7 @@ def _read_rows(read: Snapshot, add: AddFile, *, keep_deleted: bool) -> pa.Table:
 
 
 def _read_cdc_file(read: Snapshot, cdc: AddCDCFile) -> pa.Table:
-    from airflow_provider_delta.core.scan import _read_file
+    from airflow_provider_delta.core.read.scan import _read_file
 
     plan = _plan(read, (StructField(CHANGE_TYPE, StringType()),))
     add = AddFile(cdc.path, cdc.partition_values, cdc.size, 0, data_change=False)
@@ -646,7 +646,7 @@ def _read_cdc_file(read: Snapshot, cdc: AddCDCFile) -> pa.Table:
 
 def _read_dv_change(read: Snapshot, remove: RemoveFile, add: AddFile) -> pa.Table:
     """Rows of a file re-added with another deletion vector: newly deleted rows, and undeleted ones."""
-    from airflow_provider_delta.core.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+    from airflow_provider_delta.core.read.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
 
     def deleted(dv: Mapping[str, Any] | None) -> np.ndarray[Any, Any]:
         if not dv:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from airflow_provider_delta.core.merge.model import ActionKind, ClauseKind, MergeClause, MergeSpec
+from airflow_provider_delta.core.commands.merge.model import ActionKind, ClauseKind, MergeClause, MergeSpec
 from airflow_provider_delta.exceptions import MergeError
 
 __all__ = ["MergeStatement", "parse_merge_sql"]

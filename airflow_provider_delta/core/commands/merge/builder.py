@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_provider_delta.core.merge.model import MergeClause, MergeSpec
+from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
 from airflow_provider_delta.exceptions import MergeError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from airflow_provider_delta.core.merge.model import ActionKind, ClauseKind
+    from airflow_provider_delta.core.commands.merge.model import ActionKind, ClauseKind
     from airflow_provider_delta.core.table import DeltaTable
 
 __all__ = ["MergeBuilder", "as_source_table", "run_merge_sql"]
@@ -176,7 +176,7 @@ class MergeBuilder:
             SchemaEvolutionError: a clause would add a column in a way schema evolution does not allow.
             DeltaConcurrentModificationException: a concurrent commit conflicts.
         """
-        from airflow_provider_delta.core.merge.local import execute_merge
+        from airflow_provider_delta.core.commands.merge.local import execute_merge
 
         table = self._table
         snapshot = table._latest()
@@ -197,7 +197,7 @@ def run_merge_sql(
     """
     from collections.abc import Mapping
 
-    from airflow_provider_delta.core.merge.sql import parse_merge_sql
+    from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 
     parsed = parse_merge_sql(statement)
     if isinstance(source, Mapping):

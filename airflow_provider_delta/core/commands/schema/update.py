@@ -326,7 +326,7 @@ class SchemaUpdate:
         Raises:
             MetadataChangedException: another writer changed the table's metadata first.
         """
-        from airflow_provider_delta.core.transaction import Transaction
+        from airflow_provider_delta.core.transaction.commit import Transaction
 
         if self.committed_version is not None:
             return self.committed_version

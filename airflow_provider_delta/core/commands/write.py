@@ -19,7 +19,7 @@ from airflow_provider_delta.core.actions import AddFile, CommitInfo, Metadata, a
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.properties import minimal_protocol, required_features, validate_properties
 from airflow_provider_delta.core.protocol import check_writable
-from airflow_provider_delta.core.transaction import ENGINE_INFO, Transaction, refuse_if_append_only
+from airflow_provider_delta.core.transaction.commit import ENGINE_INFO, Transaction, refuse_if_append_only
 from airflow_provider_delta.exceptions import (
     DeltaError,
     PredicateError,
@@ -238,7 +238,7 @@ def append(
     """Append rows; returns the committed version, or None when (app_id, app_version) already landed.
 
     ``schema_mode="merge"`` (or the session's ``auto_merge_schema``) adds the data's new columns and
-    struct fields to the schema in the same commit (see :mod:`airflow_provider_delta.core.schema_write`).
+    struct fields to the schema in the same commit (see :mod:`airflow_provider_delta.core.commands.schema.write`).
     """
     if (app_id is None) != (app_version is None):
         raise DeltaError("Cannot append: pass app_id and app_version together (idempotent writes need both)")
@@ -253,7 +253,7 @@ def append(
         if done is not None and done >= app_version:
             return None
         txn.set_app_transaction(app_id, app_version)
-    from airflow_provider_delta.core.schema_write import stage_schema_evolution
+    from airflow_provider_delta.core.commands.schema.write import stage_schema_evolution
 
     snapshot = stage_schema_evolution(txn, snapshot, data, schema_mode=schema_mode, operation="append")
     adds = write_files(snapshot, data)
@@ -264,7 +264,7 @@ def append(
 
 def read_file_rows(snapshot: Snapshot, add: AddFile) -> pa.Table:
     """Every live row of one data file (deletion vector applied), logical columns incl. partitions."""
-    from airflow_provider_delta.core.scan import read_add_file
+    from airflow_provider_delta.core.read.scan import read_add_file
 
     return read_add_file(snapshot, add)
 
@@ -279,7 +279,7 @@ def _rows_matching(predicate: Any, rows: pa.Table) -> pa.BooleanArray:
 def _partition_matches(snapshot: Snapshot, predicate: Any, add: AddFile) -> bool:
     """Evaluate a partition-only predicate exactly on one file's partition values (errors propagate)."""
     from airflow_provider_delta.core.partitions import partition_column
-    from airflow_provider_delta.core.scan import raw_partition_value
+    from airflow_provider_delta.core.read.scan import raw_partition_value
     from airflow_provider_delta.core.schema.arrow import to_arrow_type
     from airflow_provider_delta.core.schema.mapping import column_mapping_mode
 
@@ -326,7 +326,7 @@ def _rewrite_without(
             continue
         keep = rows.filter(pc.invert(mask))
         if changes is not None:
-            from airflow_provider_delta.core.cdf_write import tag_changes
+            from airflow_provider_delta.core.write.changes import tag_changes
 
             changes.append(tag_changes(rows.filter(mask), "delete"))
         txn.remove(add)
@@ -342,7 +342,7 @@ def _rewrite_without(
 
 def _change_rows(snapshot: Snapshot) -> list[pa.Table] | None:
     """A list to collect change rows in when the table records its changes, else None."""
-    from airflow_provider_delta.core.cdf_write import cdf_enabled
+    from airflow_provider_delta.core.write.changes import cdf_enabled
 
     return [] if cdf_enabled(snapshot) else None
 
@@ -353,7 +353,7 @@ def record_changes(txn: Transaction, snapshot: Snapshot, changes: Sequence[pa.Ta
     PROTOCOL.md "Change Data Files": once a commit has ``cdc`` actions, readers take every change
     of that commit from them, so a caller that records some changes must record all of them.
     """
-    from airflow_provider_delta.core.cdf_write import write_change_files
+    from airflow_provider_delta.core.write.changes import write_change_files
 
     tables = [t for t in changes or () if t.num_rows]
     if not tables:
@@ -413,7 +413,7 @@ def stage_overwrite(txn: Transaction, snapshot: Snapshot, data: pa.Table, predic
     if changes:
         # Delta's replaceWhere on data columns: when the removal wrote change rows, the new rows are
         # recorded too (tagged insert), because a commit with cdc files is read from them only.
-        from airflow_provider_delta.core.cdf_write import tag_changes
+        from airflow_provider_delta.core.write.changes import tag_changes
 
         changes.append(tag_changes(conform_to_table(data, snapshot.schema), "insert"))
         record_changes(txn, snapshot, changes)
@@ -432,13 +432,13 @@ def overwrite(
     """Replace the table's rows (or those matching ``predicate``, Delta's replaceWhere) with ``data``.
 
     ``schema_mode`` ``"merge"`` evolves the schema, ``"overwrite"`` replaces schema and partitioning
-    (``partition_by``) in the same commit (see :mod:`airflow_provider_delta.core.schema_write`).
+    (``partition_by``) in the same commit (see :mod:`airflow_provider_delta.core.commands.schema.write`).
 
     Raises:
         SchemaMismatchError: with a predicate, a row of ``data`` does not satisfy it.
         SchemaEvolutionError: the schema cannot evolve as asked.
     """
-    from airflow_provider_delta.core.schema_write import stage_schema_evolution
+    from airflow_provider_delta.core.commands.schema.write import stage_schema_evolution
 
     params: dict[str, Any] = {"mode": "Overwrite", "partitionBy": list(snapshot.partition_columns)}
     txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation_level)
@@ -501,7 +501,7 @@ def update(
             idx = rows.schema.get_field_index(name)
             rows = rows.set_column(idx, rows.schema.field(idx), pc.if_else(mask, new, rows.column(idx)))
         if changes is not None:
-            from airflow_provider_delta.core.cdf_write import tag_changes
+            from airflow_provider_delta.core.write.changes import tag_changes
 
             changes.append(tag_changes(before.filter(mask), "update_preimage"))
             changes.append(tag_changes(rows.filter(mask), "update_postimage"))
