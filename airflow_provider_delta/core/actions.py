@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 from urllib.parse import unquote
 
+import orjson
+
 from airflow_provider_delta.exceptions import LogCorruptedError
 
 if TYPE_CHECKING:
@@ -181,7 +183,6 @@ class AddFile(NamedTuple):
         """``numRecords`` from the stats, when recorded."""
         if not self.stats:
             return None
-        import orjson
 
         value = orjson.loads(self.stats).get("numRecords")
         return int(value) if value is not None else None

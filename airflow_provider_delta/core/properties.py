@@ -7,7 +7,14 @@ from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from airflow_provider_delta.core.actions import Protocol
-from airflow_provider_delta.core.protocol import READER_WRITER_FEATURES
+from airflow_provider_delta.core.protocol import (
+    READER_WRITER_FEATURES,
+    SUPPORTED_READER_FEATURES,
+    SUPPORTED_WRITER_FEATURES,
+    reader_features,
+    writer_features,
+)
+from airflow_provider_delta.core.schema.types import TimestampNtzType
 from airflow_provider_delta.exceptions import DeltaError
 
 if TYPE_CHECKING:
@@ -128,11 +135,6 @@ def validate_properties(properties: Mapping[str, str]) -> dict[str, str]:
         value = str(raw).lower() if isinstance(raw, bool) else str(raw)
         if key.lower().startswith("delta."):
             if key.startswith("delta.feature."):
-                from airflow_provider_delta.core.protocol import (
-                    SUPPORTED_READER_FEATURES,
-                    SUPPORTED_WRITER_FEATURES,
-                )
-
                 feature = key[len("delta.feature."):]
                 known = SUPPORTED_READER_FEATURES | SUPPORTED_WRITER_FEATURES
                 if feature not in known:
@@ -172,8 +174,6 @@ def is_enabled(configuration: Mapping[str, str], key: str, default: bool = False
 
 
 def _needs_timestamp_ntz(schema: StructType) -> bool:
-    from airflow_provider_delta.core.schema.types import TimestampNtzType
-
     return any(isinstance(f.type, TimestampNtzType) for _, f in schema.walk()) or "timestamp_ntz" in (
         schema.to_json()
     )
@@ -221,8 +221,6 @@ def minimal_protocol(features: Iterable[str], *, base: Protocol | None = None) -
     features: writer 7 (with every legacy feature the old version implied), and reader 3 when a
     reader-writer feature is needed.
     """
-    from airflow_provider_delta.core.protocol import reader_features, writer_features
-
     wanted = set(features)
     if base is not None:
         wanted |= set(writer_features(base)) | set(reader_features(base))
@@ -252,8 +250,6 @@ def protocol_for_metadata(
     Raises:
         InvalidPropertyError: a changed ``delta.*`` property is unknown or invalid.
     """
-    from airflow_provider_delta.core.protocol import reader_features, writer_features
-
     validate_properties({k: v for k, v in configuration.items() if previous.get(k) != v})
     needed = required_features(schema, configuration)
     have = set(writer_features(protocol)) | set(reader_features(protocol))

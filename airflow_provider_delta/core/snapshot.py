@@ -7,9 +7,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from airflow_provider_delta.core.log.file_index import FileIndex
-from airflow_provider_delta.core.log.replay import replay
-from airflow_provider_delta.core.log.segment import LogSegment, build_segment
+from airflow_provider_delta.core.log.paths import LogFile, commit_path
+from airflow_provider_delta.core.log.replay import ReplayState, read_commit, replay
+from airflow_provider_delta.core.log.segment import LogSegment, build_segment, gallop_latest
 from airflow_provider_delta.core.protocol import check_readable
+from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.exceptions import LogCorruptedError, VersionNotFoundError
 
 if TYPE_CHECKING:
@@ -24,7 +26,6 @@ if TYPE_CHECKING:
         RemoveFile,
         SetTransaction,
     )
-    from airflow_provider_delta.core.log.replay import ReplayState
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage
 
@@ -66,10 +67,6 @@ class Snapshot:
         Raises:
             VersionNotFoundError: ``version`` is older than this snapshot or newer than the latest.
         """
-        from airflow_provider_delta.core.log.paths import LogFile, commit_path
-        from airflow_provider_delta.core.log.replay import ReplayState, read_commit
-        from airflow_provider_delta.core.log.segment import gallop_latest
-
         latest = self.version
         if self.storage.exists(commit_path(self.version + 1)):
             latest = gallop_latest(self.storage, self.version + 1)
@@ -104,8 +101,6 @@ class Snapshot:
     @cached_property
     def schema(self) -> StructType:
         """The table's logical schema."""
-        from airflow_provider_delta.core.schema.types import schema_from_json
-
         if not self.metadata.schema_string:
             raise LogCorruptedError(
                 f"Cannot read the schema of table {self.location!r} at version {self.version}: "

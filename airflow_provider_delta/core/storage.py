@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote, urlparse
 
+import pyarrow.fs as pafs
+
 from airflow_provider_delta.exceptions import DeltaError, TableNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    import pyarrow.fs as pafs
 
 LOG_DIR = "_delta_log"
 
@@ -176,8 +177,6 @@ class LocalStorage:
 
     def arrow_filesystem(self) -> pafs.FileSystem:
         """The local pyarrow file system."""
-        import pyarrow.fs as pafs
-
         return pafs.LocalFileSystem()
 
 
@@ -198,8 +197,6 @@ class ArrowFileSystemStorage:
 
     def list_dir(self, relative_dir: str, *, start_after: str | None = None) -> list[FileInfo]:
         """Files directly under ``relative_dir`` sorted by name."""
-        import pyarrow.fs as pafs
-
         selector = pafs.FileSelector(self._abs(relative_dir), allow_not_found=True)
         out = []
         for info in self.fs.get_file_info(selector):
@@ -221,8 +218,6 @@ class ArrowFileSystemStorage:
 
     def exists(self, relative_path: str) -> bool:
         """Whether the file exists."""
-        import pyarrow.fs as pafs
-
         return bool(self.fs.get_file_info(self._abs(relative_path)).type == pafs.FileType.File)
 
     def modification_time(self, relative_path: str) -> int:
@@ -273,7 +268,6 @@ def storage_for(location: str, storage_options: Mapping[str, str] | None = None)
     if parsed.scheme in ("", "file") or (len(parsed.scheme) == 1 and os.name == "nt"):
         path = unquote(parsed.path) if parsed.scheme == "file" else location
         return LocalStorage(path)
-    import pyarrow.fs as pafs
 
     uri = location
     if parsed.scheme in ("s3a", "s3n"):

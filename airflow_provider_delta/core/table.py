@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
+from airflow_provider_delta.core.commands.checkpoint import checkpoint, cleanup_log
+from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
 from airflow_provider_delta.core.log import history as _history
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
+from airflow_provider_delta.core.read.changes import read_changes
+from airflow_provider_delta.core.read.scan import scan_to_arrow
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import storage_for
+from airflow_provider_delta.core.transaction.commit import Transaction
 from airflow_provider_delta.exceptions import DeltaError
+
+# The facade holds no logic: each method is one call into a command (core/commands/) or a reader.
+# Lazy imports ("see top"): the data-changing commands load the expression engine (sqlglot, ~0.2 s);
+# `import core` must stay cheap for the sensor, the trigger and DAG parsing, which only read the log.
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -17,12 +26,10 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddFile, Metadata, Protocol, RemoveFile
     from airflow_provider_delta.core.commands.merge.builder import MergeBuilder
-    from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
     from airflow_provider_delta.core.log.history import TimestampLike
     from airflow_provider_delta.core.read.changes import ChangeBatch
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage
-    from airflow_provider_delta.core.transaction.commit import Transaction
 
 
 class DeltaTable:
@@ -142,8 +149,6 @@ class DeltaTable:
             PredicateError: the filter cannot be parsed or names an unknown column.
             DataFileError: a data file or deletion vector is missing or unreadable.
         """
-        from airflow_provider_delta.core.read.scan import scan_to_arrow
-
         return scan_to_arrow(self._snapshot, columns=columns, filter=filter)
 
     def changes(
@@ -189,8 +194,6 @@ class DeltaTable:
             >>> batch.end_version, batch.next_starting_version, batch.is_complete  # doctest: +SKIP
             (4, 5, False)
         """
-        from airflow_provider_delta.core.read.changes import read_changes
-
         self._snapshot = self._snapshot.advance()
         return read_changes(
             self._snapshot, starting_version=starting_version, ending_version=ending_version,
@@ -222,7 +225,7 @@ class DeltaTable:
             ...                   partition_by=["d"], properties={"delta.enableChangeDataFeed": "true"})
             ... # doctest: +SKIP
         """
-        from airflow_provider_delta.core.commands.write import create_table
+        from airflow_provider_delta.core.commands.create import create_table  # lazy: see top
 
         storage = storage_for(str(location), storage_options)
         create_table(storage, str(location), schema, partition_by=partition_by, properties=properties,
@@ -255,7 +258,7 @@ class DeltaTable:
         ``schema_mode="merge"`` (Delta's mergeSchema; default: the session's ``auto_merge_schema``)
         adds the data's new columns and struct fields to the schema in the same commit.
         """
-        from airflow_provider_delta.core.commands.write import append
+        from airflow_provider_delta.core.commands.write import append  # lazy: see top
 
         return self._after(append(self._latest(), data, app_id=app_id, app_version=app_version,
                                   isolation_level=isolation_level, schema_mode=schema_mode))
@@ -275,7 +278,7 @@ class DeltaTable:
         predicate) replaces the schema and the partitioning with ``partition_by`` (unpartitioned when
         not given, as in Delta).
         """
-        from airflow_provider_delta.core.commands.write import overwrite
+        from airflow_provider_delta.core.commands.write import overwrite  # lazy: see top
 
         version = overwrite(self._latest(), data, predicate, isolation_level=isolation_level,
                             schema_mode=schema_mode, partition_by=partition_by)
@@ -284,7 +287,7 @@ class DeltaTable:
 
     def delete(self, predicate: Any = None, *, isolation_level: Any = None) -> int | None:
         """Delete rows matching ``predicate`` (all when None); None when no row matched."""
-        from airflow_provider_delta.core.commands.write import delete
+        from airflow_provider_delta.core.commands.delete import delete  # lazy: see top
 
         return self._after(delete(self._latest(), predicate, isolation_level=isolation_level))
 
@@ -296,7 +299,7 @@ class DeltaTable:
         isolation_level: Any = None,
     ) -> int | None:
         """Set columns to SQL expressions where ``predicate`` holds: ``update("id = 1", set={"v": "v + 1"})``."""
-        from airflow_provider_delta.core.commands.write import update
+        from airflow_provider_delta.core.commands.update import update  # lazy: see top
 
         return self._after(update(self._latest(), predicate, set or {}, isolation_level=isolation_level))
 
@@ -321,10 +324,11 @@ class DeltaTable:
             >>> t.merge(src, "t.id = s.id", source_alias="s", target_alias="t") \\
             ...     .when_matched_update_all().when_not_matched_insert_all().execute()  # doctest: +SKIP
         """
-        from airflow_provider_delta.core.commands.merge.builder import MergeBuilder
+        from airflow_provider_delta.core.commands.merge.builder import MergeBuilder  # lazy: see top
 
-        return MergeBuilder(self, source, condition, source_alias=source_alias, target_alias=target_alias,
-                            schema_evolution=schema_evolution, isolation_level=isolation_level)
+        return MergeBuilder(self._latest, source, condition, source_alias=source_alias, target_alias=target_alias,
+                            schema_evolution=schema_evolution, isolation_level=isolation_level,
+                            on_commit=self._after)
 
     def merge_sql(self, statement: str, source: Any, *, isolation_level: Any = None) -> dict[str, Any]:
         """Run a ``MERGE [WITH SCHEMA EVOLUTION] INTO ... USING ...`` statement on this table.
@@ -336,9 +340,9 @@ class DeltaTable:
             >>> t.merge_sql("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * "
             ...             "WHEN NOT MATCHED THEN INSERT *", source=src)  # doctest: +SKIP
         """
-        from airflow_provider_delta.core.commands.merge.builder import run_merge_sql
+        from airflow_provider_delta.core.commands.merge.builder import run_merge_sql  # lazy: see top
 
-        return run_merge_sql(self, statement, source, isolation_level=isolation_level)
+        return run_merge_sql(self._latest, statement, source, isolation_level=isolation_level, on_commit=self._after)
 
     def update_schema(self, *, isolation_level: Any = None) -> SchemaUpdate:
         """Stage schema and property changes, committed as one metadata change (see ``SchemaUpdate``).
@@ -347,9 +351,7 @@ class DeltaTable:
             >>> with t.update_schema() as u:                          # doctest: +SKIP
             ...     u.add_column("colB.nested", "STRING", after="field1").rename_column("colA", "a")
         """
-        from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
-
-        return SchemaUpdate(self, isolation_level=isolation_level)
+        return SchemaUpdate(self._latest(), isolation_level=isolation_level, on_commit=self._after)
 
     def alter(self, statement: str) -> int | None:
         """Run one ``ALTER TABLE`` statement from Delta's docs; returns the new version.
@@ -374,23 +376,16 @@ class DeltaTable:
         isolation_level: Any = None,
     ) -> Transaction:
         """A low-level transaction on the loaded version (a context manager that commits on exit)."""
-        from airflow_provider_delta.core.transaction.commit import Transaction
-
         return Transaction(self._snapshot, operation=operation, operation_parameters=operation_parameters,
                            isolation_level=isolation_level)
 
     def checkpoint(self) -> int:
         """Write a checkpoint of the loaded version; returns its version."""
-        from airflow_provider_delta.core.log.checkpoint_write import write_checkpoint
-
-        write_checkpoint(self._snapshot)
-        return self.version
+        return checkpoint(self._snapshot)
 
     def cleanup_log(self) -> list[str]:
         """Delete log files older than ``delta.logRetentionDuration`` that no version in it needs."""
-        from airflow_provider_delta.core.log.cleanup import cleanup_expired_logs
-
-        return cleanup_expired_logs(self._snapshot)
+        return cleanup_log(self._snapshot)
 
     def load_version(self, version: int) -> DeltaTable:
         """The same table at another version."""

@@ -31,7 +31,8 @@ Example:
 from __future__ import annotations
 
 from airflow_provider_delta.core.expressions.arrow import evaluate, to_arrow_expression
-from airflow_provider_delta.core.expressions.bind import bind
+from airflow_provider_delta.core.expressions.bind import bind, require_boolean
+from airflow_provider_delta.core.expressions.filters import bind_filter, predicate_text
 from airflow_provider_delta.core.expressions.nodes import (
     FUNCTIONS,
     And,
@@ -84,6 +85,7 @@ __all__ = [
     "Not",
     "Or",
     "bind",
+    "bind_filter",
     "col",
     "conjuncts",
     "evaluate",
@@ -93,7 +95,9 @@ __all__ = [
     "parse_expression",
     "parse_filter",
     "parse_predicate",
+    "predicate_text",
     "referenced_columns",
+    "require_boolean",
     "to_arrow_expression",
     "to_sql",
 ]

@@ -321,3 +321,15 @@ def _field_names(fields: Any, prefix: str = "") -> list[str]:
         if pa.types.is_struct(f.type):
             names.extend(_field_names(f.type, prefix + f.name + "."))
     return names
+
+
+def require_boolean(bound: Expr, text: Any) -> None:
+    """Raise unless a bound predicate yields booleans (``delete("id")`` is a mistake, not a filter).
+
+    Raises:
+        PredicateError: the expression yields another type (named in the message).
+    """
+    result_type = _type_of(bound)
+    if result_type is not None and not pa.types.is_boolean(result_type) and not pa.types.is_null(result_type):
+        shown = text if isinstance(text, str) else str(text)
+        raise PredicateError(f"Cannot use {shown!r} as a predicate: it yields {result_type}, expected boolean")

@@ -22,7 +22,7 @@ import pyarrow as pa
 from airflow_provider_delta.core.expressions.values import _infer_type
 
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterator
+    from collections.abc import Callable, Collection, Iterator
 
 ComparisonOp = TypingLiteral["=", "!=", "<", "<=", ">", ">=", "<=>"]
 ArithmeticOp = TypingLiteral["+", "-", "*", "/", "%"]
@@ -45,14 +45,22 @@ FUNCTIONS = frozenset(
 )
 
 
+_RENDERER: list[Callable[[Expr], str]] = [repr]
+
+
+def set_renderer(render: Callable[[Expr], str]) -> None:
+    """Install the function behind ``str(expr)`` (called once by :mod:`.render`)."""
+    _RENDERER[0] = render
+
+
 @dataclass(frozen=True)
 class Expr:
     """Base of every expression node; ``str(expr)`` renders Spark SQL."""
 
     def __str__(self) -> str:
-        from airflow_provider_delta.core.expressions.render import to_sql  # render imports the nodes
-
-        return to_sql(self)
+        # The renderer lives in .render (which imports these nodes) and registers itself on import;
+        # the package's __init__ imports it, so every Expr in use renders.
+        return _RENDERER[0](self)
 
     def children(self) -> tuple[Expr, ...]:
         """Return the direct sub-expressions, left to right."""

@@ -34,6 +34,7 @@ from airflow_provider_delta.core.expressions.nodes import (
     Literal,
     Not,
     Or,
+    set_renderer,
 )
 from airflow_provider_delta.core.expressions.values import _decimal_type, _infer_type, _is_string_type
 from airflow_provider_delta.core.partitions import format_timestamp
@@ -173,3 +174,6 @@ def _function_sql(expr: Function) -> str:
 def _operand_sql(expr: Expr) -> str:
     atomic = (Column, Literal, Function, Cast)
     return to_sql(expr) if isinstance(expr, atomic) else f"({to_sql(expr)})"
+
+
+set_renderer(to_sql)

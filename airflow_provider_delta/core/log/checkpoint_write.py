@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 
 from airflow_provider_delta.core.log.paths import LAST_CHECKPOINT, checkpoint_path
 from airflow_provider_delta.core.log.segment import read_last_checkpoint
+from airflow_provider_delta.core.properties import InvalidPropertyError, parse_interval
 from airflow_provider_delta.exceptions import DeltaError
 
 if TYPE_CHECKING:
@@ -146,8 +147,6 @@ def retention_property(configuration: Mapping[str, str], key: str, default: time
     Raises:
         InvalidPropertyError: the value is not an interval such as ``interval 7 days``.
     """
-    from airflow_provider_delta.core.properties import InvalidPropertyError, parse_interval
-
     text = configuration.get(key)
     if text is None or not text.strip():
         return default

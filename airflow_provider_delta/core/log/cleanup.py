@@ -27,6 +27,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from typing import TYPE_CHECKING
+from urllib.parse import unquote
 
 import orjson
 import pyarrow as pa
@@ -106,8 +107,6 @@ def _expired_log_files(storage: Storage, boundary: int, cutoff_ms: int) -> list[
 
 
 def _sidecar_name(path: str) -> str:
-    from urllib.parse import unquote
-
     name = path.rsplit("/", 1)[-1]
     return unquote(name) if "%" in name else name
 

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -50,12 +48,21 @@ from airflow_provider_delta.core.actions import (
     RemoveFile,
     action_from_dict,
 )
+from airflow_provider_delta.core.change_data import (
+    CDF_METADATA_COLUMNS,
+    CDF_PROPERTY,
+    CHANGE_TYPE,
+    cdf_enabled,
+)
 from airflow_provider_delta.core.log.history import ict_enablement_version, to_epoch_millis
 from airflow_provider_delta.core.log.paths import commit_path
-from airflow_provider_delta.core.log.replay import read_commit
+from airflow_provider_delta.core.log.replay import commit_info_of, read_commit
 from airflow_provider_delta.core.log.segment import list_log
+from airflow_provider_delta.core.parallel import run_parallel
+from airflow_provider_delta.core.read.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+from airflow_provider_delta.core.read.scan import ScanPlan, read_file
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
-from airflow_provider_delta.core.schema.mapping import column_mapping_mode
+from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
     DataType,
@@ -65,7 +72,7 @@ from airflow_provider_delta.core.schema.types import (
     StructType,
     schema_from_json,
 )
-from airflow_provider_delta.core.write.changes import CDF_PROPERTY, CHANGE_TYPE, cdf_enabled
+from airflow_provider_delta.core.snapshot import load_snapshot
 from airflow_provider_delta.exceptions import (
     ChangeDataNotRecordedError,
     ChangeDataSchemaError,
@@ -82,9 +89,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CDF_METADATA_COLUMNS", "ChangeBatch", "changes_schema", "read_changes"]
 
-CDF_METADATA_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
-_MAX_THREADS = max(2, min(8, (os.cpu_count() or 2) * 2))
 _MERGE_ROW_METRICS = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
 
 
@@ -330,8 +335,6 @@ class _Timeline:
             return self._file_times.get(version, 0)
         if version not in self._ict:
             if info is None:
-                from airflow_provider_delta.core.log.replay import commit_info_of
-
                 info = commit_info_of(read_commit(self.storage, commit_path(version), version))
             ict = info.in_commit_timestamp if info is not None else None
             self._ict[version] = ict if ict is not None else self._file_times.get(version, 0)
@@ -436,8 +439,6 @@ def _select_commits(
 
 
 def _metadata_at(latest: Snapshot, version: int) -> Metadata:
-    from airflow_provider_delta.core.snapshot import load_snapshot
-
     if version == latest.version:
         return latest.metadata
     return load_snapshot(latest.storage, latest.location, version).metadata
@@ -445,8 +446,6 @@ def _metadata_at(latest: Snapshot, version: int) -> Metadata:
 
 def _read_schema_snapshot(latest: Snapshot, start: int, end: int) -> Snapshot:
     """The latest version's schema; the end version's when column mapping is on at start, end or latest."""
-    from airflow_provider_delta.core.snapshot import load_snapshot
-
     if end == latest.version:
         return latest
     mapped = any(
@@ -475,7 +474,7 @@ def _check_range(latest: Snapshot, read: Snapshot, start: int, commits: Sequence
 
 
 def _require_cdf(where: str, metadata: Metadata, version: int) -> None:
-    if not cdf_enabled(configuration=metadata.configuration):
+    if not cdf_enabled(metadata.configuration):
         raise ChangeDataNotRecordedError(
             f"{where}: the change data feed was not enabled at version {version}, so its changes were not "
             f"recorded. Help: start after the version that set {CDF_PROPERTY}=true.",
@@ -500,8 +499,6 @@ def _check_schema(
 
 def _mapping_change(old: StructType, new: StructType) -> str | None:
     """A rename or drop between two column-mapped schemas (by physical name), or None."""
-    from airflow_provider_delta.core.schema.mapping import physical_name
-
     def paths(s: StructType) -> dict[tuple[str, ...], tuple[str, ...]]:
         out: dict[tuple[str, ...], tuple[str, ...]] = {}
 
@@ -564,11 +561,7 @@ def _read_commits(read: Snapshot, commits: Sequence[_Commit], timeline: _Timelin
     for commit in commits:
         ts = timeline.timestamp(commit.version, commit.info)
         jobs.extend((commit.version, ts, job) for job in _commit_jobs(read, commit))
-    if len(jobs) > 1:
-        with ThreadPoolExecutor(max_workers=_MAX_THREADS) as pool:
-            parts = list(pool.map(lambda j: j[2](), jobs))
-    else:
-        parts = [j[2]() for j in jobs]
+    parts = run_parallel(lambda j: j[2](), jobs)
     tables = []
     for (version, ts, _), rows in zip(jobs, parts, strict=True):
         n = rows.num_rows
@@ -609,8 +602,6 @@ def _tagged(rows: pa.Table, change_type: str) -> pa.Table:
 
 
 def _plan(read: Snapshot, extra: Sequence[StructField] = ()) -> Any:
-    from airflow_provider_delta.core.read.scan import ScanPlan
-
     schema = read.schema
     part_names = {c.lower() for c in read.partition_columns}
     data = StructType((*(f for f in schema if f.name.lower() not in part_names), *extra))
@@ -627,27 +618,21 @@ def _plan(read: Snapshot, extra: Sequence[StructField] = ()) -> Any:
 
 def _read_rows(read: Snapshot, add: AddFile, *, keep_deleted: bool) -> pa.Table:
     """A data file's rows under the read schema; with ``keep_deleted`` the deletion vector is ignored."""
-    from airflow_provider_delta.core.read.scan import _read_file
-
     if keep_deleted:
         add = add._replace(deletion_vector=None)
-    table = _read_file(read, add, _plan(read), column_mapping_mode(read.configuration))
+    table = read_file(read, add, _plan(read), column_mapping_mode(read.configuration))
     return table.select(read.schema.names)
 
 
 def _read_cdc_file(read: Snapshot, cdc: AddCDCFile) -> pa.Table:
-    from airflow_provider_delta.core.read.scan import _read_file
-
     plan = _plan(read, (StructField(CHANGE_TYPE, StringType()),))
     add = AddFile(cdc.path, cdc.partition_values, cdc.size, 0, data_change=False)
-    table = _read_file(read, add, plan, column_mapping_mode(read.configuration))
+    table = read_file(read, add, plan, column_mapping_mode(read.configuration))
     return table.select([*read.schema.names, CHANGE_TYPE])
 
 
 def _read_dv_change(read: Snapshot, remove: RemoveFile, add: AddFile) -> pa.Table:
     """Rows of a file re-added with another deletion vector: newly deleted rows, and undeleted ones."""
-    from airflow_provider_delta.core.read.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
-
     def deleted(dv: Mapping[str, Any] | None) -> np.ndarray[Any, Any]:
         if not dv:
             return np.empty(0, dtype=np.uint64)

@@ -9,8 +9,6 @@ filter is applied exactly to the remaining rows.
 
 from __future__ import annotations
 
-import os
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -18,13 +16,14 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_delta.core.parallel import run_parallel
 from airflow_provider_delta.core.partitions import decode_partition_value, partition_column
 from airflow_provider_delta.core.read.deletion_vectors import (
     DeletionVectorDescriptor,
     deletion_mask,
     read_deleted_rows,
 )
-from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+from airflow_provider_delta.core.schema.arrow import to_arrow_schema, to_arrow_type
 from airflow_provider_delta.core.schema.conform import conform_table
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import StructType
@@ -37,9 +36,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.schema.mapping import ColumnMappingMode
     from airflow_provider_delta.core.schema.types import StructField
     from airflow_provider_delta.core.snapshot import Snapshot
-
-_MAX_THREADS = max(2, min(8, (os.cpu_count() or 2) * 2))
-
+    from airflow_provider_delta.core.write.target import TableLayout
 
 @dataclass(frozen=True)
 class ScanPlan:
@@ -99,11 +96,10 @@ def plan_scan(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filte
     predicate = None
     needed = set(selected)
     if filter is not None:
-        from airflow_provider_delta.core.commands.write import require_boolean
-        from airflow_provider_delta.core.expressions import bind, parse_filter, referenced_columns
+        # lazy: the expression engine loads sqlglot (~0.2 s); `import core` (sensors, DAG parsing) must not
+        from airflow_provider_delta.core.expressions import bind_filter, file_may_match, referenced_columns
 
-        predicate = bind(parse_filter(filter), logical_arrow)
-        require_boolean(predicate, filter)
+        predicate = bind_filter(filter, logical_arrow)
         needed |= {path[0] for path in referenced_columns(predicate)}
     part_names = {c.lower() for c in snapshot.partition_columns}
     partition_fields = tuple(f for f in schema if f.name.lower() in part_names)
@@ -111,8 +107,6 @@ def plan_scan(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filte
     files = snapshot.files()
     kept: list[AddFile] = files
     if predicate is not None:
-        from airflow_provider_delta.core.expressions import file_may_match
-
         kept = []
         for add in files:
             pv = _partition_values(add, partition_fields, mode)
@@ -148,8 +142,6 @@ def decoded_partition_values(
     values: Mapping[str, str | None], partition_fields: Sequence[StructField], mode: ColumnMappingMode
 ) -> dict[str, Any]:
     """A file's partition values decoded to Python values, keyed by logical column name."""
-    from airflow_provider_delta.core.schema.arrow import to_arrow_type
-
     return {
         f.name: decode_partition_value(raw_partition_value(values, f, mode), to_arrow_type(f.type), column=f.name)
         for f in partition_fields
@@ -187,7 +179,8 @@ def _file_columns(pf: pq.ParquetFile, data_schema: StructType, mode: ColumnMappi
     return wanted
 
 
-def _read_file(snapshot: Snapshot, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
+def read_file(snapshot: TableLayout, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
+    """The live rows of one file as ``plan`` reads them: its data columns, then its partition columns."""
     storage = snapshot.storage
     path = storage.resolve(add.path)
     try:
@@ -217,8 +210,6 @@ def _read_file(snapshot: Snapshot, add: AddFile, plan: ScanPlan, mode: ColumnMap
 
 
 def _with_partitions(table: pa.Table, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
-    from airflow_provider_delta.core.schema.arrow import to_arrow_type
-
     if not plan.partition_fields and "__rows" not in table.column_names:
         return table
     n = table.num_rows
@@ -239,24 +230,20 @@ def scan_to_arrow(snapshot: Snapshot, *, columns: Sequence[str] | None = None, f
     result_fields = [plan.output_schema.field(n) for n in plan.output_schema.names
                      if n in {f.name for f in plan.data_schema} or n in {f.name for f in plan.partition_fields}]
     read_schema = pa.schema(result_fields)
-    if len(plan.files) > 1:
-        with ThreadPoolExecutor(max_workers=_MAX_THREADS) as pool:
-            parts = list(pool.map(lambda a: _read_file(snapshot, a, plan, mode), plan.files))
-    else:
-        parts = [_read_file(snapshot, a, plan, mode) for a in plan.files]
+    parts = run_parallel(lambda a: read_file(snapshot, a, plan, mode), plan.files)
     if not read_schema.names:
         return _empty_rows(sum(part.num_rows for part in parts))
     tables = [part.select(read_schema.names).cast(read_schema) for part in parts]
     table = pa.concat_tables(tables) if tables else read_schema.empty_table()
     if plan.predicate is not None:
-        from airflow_provider_delta.core.expressions import evaluate
+        from airflow_provider_delta.core.expressions import evaluate  # lazy: see plan_scan
 
         mask = evaluate(plan.predicate, table)
         table = table.filter(mask, null_selection_behavior="drop")
     return table.select(list(plan.columns))
 
 
-def read_add_file(snapshot: Snapshot, add: AddFile) -> pa.Table:
+def read_add_file(snapshot: TableLayout, add: AddFile) -> pa.Table:
     """Every live row of one data file: all logical columns (partitions included), DV applied."""
     schema = snapshot.schema
     part_names = {c.lower() for c in snapshot.partition_columns}
@@ -269,7 +256,7 @@ def read_add_file(snapshot: Snapshot, add: AddFile) -> pa.Table:
         predicate=None,
         skipped_files=0,
     )
-    table = _read_file(snapshot, add, plan, column_mapping_mode(snapshot.configuration))
+    table = read_file(snapshot, add, plan, column_mapping_mode(snapshot.configuration))
     return table.select(list(plan.output_schema.names)).cast(plan.output_schema)
 
 
@@ -278,4 +265,4 @@ def _empty_rows(n: int) -> pa.Table:
     return pa.Table.from_batches([pa.RecordBatch.from_pydict({"_": pa.nulls(n)}).drop_columns(["_"])])
 
 
-__all__ = ["ScanPlan", "plan_scan", "read_add_file", "scan_to_arrow"]
+__all__ = ["ScanPlan", "plan_scan", "read_add_file", "read_file", "scan_to_arrow"]

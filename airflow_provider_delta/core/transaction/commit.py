@@ -34,15 +34,21 @@ from airflow_provider_delta.core.actions import (
     action_to_dict,
     file_key,
 )
+from airflow_provider_delta.core.change_data import check_cdf_columns
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import commit_info_of, parse_commit, read_commit
+from airflow_provider_delta.core.properties import protocol_for_metadata
 from airflow_provider_delta.core.protocol import check_writable
+from airflow_provider_delta.core.read.scan import decoded_partition_values, plan_scan
+from airflow_provider_delta.core.schema.mapping import column_mapping_mode
+from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.core.transaction.conflicts import (
     IsolationLevel,
     ReadSummary,
     WinningCommit,
     check_conflicts,
 )
+from airflow_provider_delta.core.transaction.post_commit import auto_checkpoint
 from airflow_provider_delta.exceptions import CommitError, CommitRetriesExhaustedError, DeltaError
 
 if TYPE_CHECKING:
@@ -137,8 +143,6 @@ class Transaction:
             self.read_whole_table()
             files = self.snapshot.files()
         else:
-            from airflow_provider_delta.core.read.scan import plan_scan
-
             plan = plan_scan(self.snapshot, filter=predicate)
             self._read_predicates.append(plan.predicate)
             files = list(plan.files)
@@ -236,9 +240,6 @@ class Transaction:
         """Validate a staged metadata change and upgrade the protocol its properties need."""
         if self._metadata is None:
             return
-        from airflow_provider_delta.core.commands.write import check_cdf_columns
-        from airflow_provider_delta.core.properties import protocol_for_metadata
-        from airflow_provider_delta.core.schema.types import schema_from_json
 
         schema = schema_from_json(self._metadata.schema_string)
         check_cdf_columns(schema, self._metadata.configuration)
@@ -298,8 +299,6 @@ class Transaction:
         return b"\n".join(orjson.dumps(action_to_dict(a)) for a in actions) + b"\n"
 
     def _summary(self) -> ReadSummary:
-        from airflow_provider_delta.core.schema.mapping import column_mapping_mode
-
         snapshot = self.snapshot
         mode = column_mapping_mode(snapshot.configuration)
         part_fields = []
@@ -308,8 +307,6 @@ class Transaction:
             part_fields = [f for f in snapshot.schema if f.name.lower() in lowered]
 
         def partition_values_of(add: dict[str, Any]) -> dict[str, Any]:
-            from airflow_provider_delta.core.read.scan import decoded_partition_values
-
             return decoded_partition_values(add.get("partitionValues") or {}, part_fields, mode)
 
         return ReadSummary(
@@ -370,7 +367,6 @@ class Transaction:
 
     def _post_commit(self, version: int) -> None:
         metadata = self._metadata or self.snapshot.metadata
-        from airflow_provider_delta.core.transaction.post_commit import auto_checkpoint
 
         auto_checkpoint(self.storage, self.snapshot.location, version, metadata.configuration,
                         snapshot=self.snapshot)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from airflow_provider_delta.core.actions import CommitInfo, file_key
+from airflow_provider_delta.core.actions import CommitInfo, Protocol, file_key
 from airflow_provider_delta.exceptions import (
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,
@@ -38,7 +38,6 @@ from airflow_provider_delta.exceptions import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from airflow_provider_delta.core.actions import Protocol
 
 IsolationLevel = Literal["Serializable", "WriteSerializable", "SnapshotIsolation"]
 FileKey = tuple[str, "str | None"]
@@ -141,8 +140,6 @@ def check_conflicts(
     summary: ReadSummary, w: WinningCommit, *, can_write: Callable[[Protocol], None]
 ) -> None:
     """Raise the concurrent-modification exception that ``w`` causes, if any (see module docs)."""
-    from airflow_provider_delta.core.actions import Protocol
-
     if w.protocol is not None:
         try:
             can_write(Protocol.from_dict(w.protocol))
@@ -187,7 +184,7 @@ def _check_appends(summary: ReadSummary, w: WinningCommit) -> None:
                "append", summary, w)
     if not summary.read_predicates:
         return
-    from airflow_provider_delta.core.expressions import file_may_match
+    from airflow_provider_delta.core.expressions import file_may_match  # lazy: loads sqlglot, see read.scan
 
     for add in w.added:
         pv = summary.partition_values_of(add)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from airflow_provider_delta.core.log.checkpoint_write import should_checkpoint, write_checkpoint
+from airflow_provider_delta.core.snapshot import load_snapshot
 from airflow_provider_delta.exceptions import DeltaError
 
 if TYPE_CHECKING:
@@ -29,9 +31,6 @@ def auto_checkpoint(
     A checkpoint is an optimisation: when writing one fails, the commit that triggered it has
     already landed, so the error is logged and the next interval tries again.
     """
-    from airflow_provider_delta.core.log.checkpoint_write import should_checkpoint, write_checkpoint
-    from airflow_provider_delta.core.snapshot import load_snapshot
-
     if not should_checkpoint(version, configuration):
         return False
     if configuration.get("delta.checkpointPolicy", "classic").lower() == "v2":

@@ -17,55 +17,21 @@ Example:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_delta.core.actions import AddCDCFile
-from airflow_provider_delta.core.properties import is_enabled
+from airflow_provider_delta.core.change_data import CHANGE_TYPE, CHANGE_TYPES, ChangeType
+from airflow_provider_delta.core.schema.types import StringType, StructField, StructType
+from airflow_provider_delta.core.write.files import write_data_files
 from airflow_provider_delta.exceptions import SchemaMismatchError
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from airflow_provider_delta.core.write.target import TableLayout
 
-    from airflow_provider_delta.core.snapshot import Snapshot
-
-__all__ = [
-    "CDF_PROPERTY",
-    "CHANGE_TYPE",
-    "CHANGE_TYPES",
-    "ChangeType",
-    "cdf_enabled",
-    "tag_changes",
-    "write_change_files",
-]
-
-CDF_PROPERTY = "delta.enableChangeDataFeed"
-CHANGE_TYPE = "_change_type"
-ChangeType = Literal["insert", "delete", "update_preimage", "update_postimage"]
-CHANGE_TYPES: tuple[ChangeType, ...] = ("insert", "delete", "update_preimage", "update_postimage")
-
-
-def cdf_enabled(snapshot: Snapshot | None = None, *, configuration: Mapping[str, str] | None = None) -> bool:
-    """Whether the table records its changes (``delta.enableChangeDataFeed=true``).
-
-    Args:
-        snapshot: the table version whose metadata decides.
-        configuration: table properties to decide from instead (e.g. a metadata action's).
-
-    Returns:
-        True when the property is ``true`` (case-insensitive).
-
-    Example:
-        >>> cdf_enabled(configuration={"delta.enableChangeDataFeed": "TRUE"})
-        True
-    """
-    if configuration is None:
-        if snapshot is None:
-            raise TypeError("cdf_enabled() needs a snapshot or a configuration")
-        configuration = snapshot.configuration
-    return is_enabled(configuration, CDF_PROPERTY)
+__all__ = ["tag_changes", "write_change_files"]
 
 
 def tag_changes(rows: pa.Table, change_type: ChangeType) -> pa.Table:
@@ -78,7 +44,7 @@ def tag_changes(rows: pa.Table, change_type: ChangeType) -> pa.Table:
     return rows.append_column(CHANGE_TYPE, pa.array([change_type] * rows.num_rows, pa.string()))
 
 
-def write_change_files(snapshot: Snapshot, changes: pa.Table) -> list[AddCDCFile]:
+def write_change_files(snapshot: TableLayout, changes: pa.Table) -> list[AddCDCFile]:
     """Write the change rows of one commit as ``_change_data/`` files and return their ``cdc`` actions.
 
     Args:
@@ -100,9 +66,6 @@ def write_change_files(snapshot: Snapshot, changes: pa.Table) -> list[AddCDCFile
         >>> [a.path.startswith("_change_data/") for a in write_change_files(snapshot, rows)]  # doctest: +SKIP
         [True]
     """
-    from airflow_provider_delta.core.schema.types import StringType, StructField, StructType
-    from airflow_provider_delta.core.write.files import write_data_files
-
     _check_change_types(snapshot, changes)
     if changes.num_rows == 0:
         return []
@@ -120,7 +83,7 @@ def write_change_files(snapshot: Snapshot, changes: pa.Table) -> list[AddCDCFile
     return [AddCDCFile(path=a.path, partition_values=a.partition_values, size=a.size) for a in adds]
 
 
-def _check_change_types(snapshot: Snapshot, changes: pa.Table) -> None:
+def _check_change_types(snapshot: TableLayout, changes: pa.Table) -> None:
     if CHANGE_TYPE not in changes.column_names:
         raise SchemaMismatchError(
             f"Cannot write change data of table {snapshot.location!r}: the rows have no {CHANGE_TYPE!r} column"

@@ -9,10 +9,11 @@ an evenly spread sample of the file's rows decides: mostly distinct values are w
 everything else keeps its dictionary. Readers see ordinary Parquet either way, and the column
 statistics are written as before.
 
-:class:`OrderedFileWrites` runs file writes on a small thread pool (``pyarrow.parquet`` and Arrow's
-compute kernels release the GIL): results come back in submission order, at most a few files are in
-flight at once, the first failure is raised after the other writes stopped, and the files the call
-did write are deleted then, so nothing half-done is left for a commit to reference.
+:class:`OrderedFileWrites` runs file writes on the engine's shared pool (:mod:`..parallel`;
+``pyarrow.parquet`` and Arrow's compute kernels release the GIL): results come back in submission
+order, at most a few files are in flight at once, the first failure is raised after the other writes
+stopped, and the files the call did write are deleted then, so nothing half-done is left for a commit
+to reference.
 
 Example:
     >>> import pyarrow as pa
@@ -29,13 +30,15 @@ from __future__ import annotations
 
 import os
 from collections import deque
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from concurrent.futures import Future, wait
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
+from airflow_provider_delta.core.parallel import in_pool_thread, shared_pool
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -115,16 +118,17 @@ def leaf_paths(schema: pa.Schema) -> dict[str, list[str]]:
 
 
 class OrderedFileWrites(Generic[T]):
-    """File writes on a bounded thread pool, results in submission order.
+    """File writes on the shared thread pool, results in submission order.
 
     The first job is held back: a call that writes one file runs it on the calling thread, without
-    a pool. With more, at most ``2 * max_workers`` jobs are queued or running at once (``submit``
-    waits for the oldest), which bounds the rows held for writing.
+    the pool; so does every job submitted from inside a pool job (see :mod:`..parallel`). With more,
+    at most ``2 * max_workers`` jobs are queued or running at once (``submit`` waits for the oldest),
+    which bounds the rows held for writing.
 
     Args:
         cleanup: called (best effort, errors ignored) on every result of a completed job when another
             job fails, e.g. to delete the files written so far.
-        max_workers: threads writing files at once.
+        max_workers: file writes of this call in flight at once (besides the queued ones).
 
     Example:
         >>> writes = OrderedFileWrites(cleanup=print)
@@ -137,22 +141,26 @@ class OrderedFileWrites(Generic[T]):
         self._cleanup = cleanup
         self._max_workers = max(1, max_workers)
         self._held: Callable[[], T] | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._inline = in_pool_thread()
+        self._pooled = False
         self._running: deque[Future[T]] = deque()
         self._done: list[T] = []
 
     def submit(self, job: Callable[[], T]) -> None:
         """Queue ``job``; wait for the oldest job while too many are in flight (its error is raised)."""
-        if self._pool is None and self._held is None:
-            self._held = job
-            return
         try:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self._max_workers, thread_name_prefix="delta-write")
+            if self._inline:
+                self._done.append(job())
+                return
+            if not self._pooled and self._held is None:
+                self._held = job
+                return
+            self._pooled = True
+            pool = shared_pool()
             if self._held is not None:
-                self._running.append(self._pool.submit(self._held))
+                self._running.append(pool.submit(self._held))
                 self._held = None
-            self._running.append(self._pool.submit(job))
+            self._running.append(pool.submit(job))
             while len(self._running) > 2 * self._max_workers:
                 self._done.append(self._running.popleft().result())
         except BaseException:
@@ -170,9 +178,6 @@ class OrderedFileWrites(Generic[T]):
         except BaseException:
             self.abort()
             raise
-        finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=True)
         return self._done
 
     def abort(self) -> None:
@@ -185,8 +190,6 @@ class OrderedFileWrites(Generic[T]):
         completed.extend(f.result() for f in self._running if not f.cancelled() and f.exception() is None)
         self._running.clear()
         self._done = []
-        if self._pool is not None:
-            self._pool.shutdown(wait=True)
         for result in completed:
             try:
                 self._cleanup(result)

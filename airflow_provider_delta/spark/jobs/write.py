@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from airflow_provider_delta.core.commands.write import metrics_for_adds, stage_overwrite, write_files
+from airflow_provider_delta.core.commands.write import write
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.core.transaction.commit import Transaction
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.context import JobOutput
 
@@ -81,22 +80,14 @@ def run(ctx: JobContext) -> JobOutput:
         raise JobSpecError("Cannot run job 'write': option 'predicate' needs mode 'overwrite'")
     data = _load_data(ctx)
     snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
-    params = {"mode": mode.capitalize(), "partitionBy": list(snapshot.partition_columns)}
-    txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation)
-    app_id, app_version = ctx.spec.app_id, ctx.spec.app_version
-    if app_id is not None and app_version is not None:
-        done = txn.app_transaction_version(app_id)
-        if done is not None and done >= app_version:
-            return JobOutput(
-                version=snapshot.version,
-                committed=False,
-                metrics={"alreadyCommitted": True, "appTransactionVersion": done},
-            )
-        txn.set_app_transaction(app_id, app_version)
-    staged = stage_overwrite(txn, snapshot, data, predicate) if mode == "overwrite" else {}
-    adds = write_files(snapshot, data)
-    txn.add(*adds)
-    txn.operation_metrics = {**staged, **metrics_for_adds(adds)}
-    ctx.before_commit()
-    version = txn.commit()
-    return JobOutput(version=version, committed=True, metrics=dict(txn.operation_metrics))
+    result = write(
+        snapshot, data, mode=mode, predicate=predicate, isolation_level=isolation,
+        app_id=ctx.spec.app_id, app_version=ctx.spec.app_version, before_commit=ctx.before_commit,
+    )
+    if not result.committed:
+        return JobOutput(
+            version=snapshot.version,
+            committed=False,
+            metrics={"alreadyCommitted": True, **result.metrics},
+        )
+    return JobOutput(version=result.version, committed=True, metrics=result.metrics)

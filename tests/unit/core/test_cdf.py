@@ -23,7 +23,8 @@ import pytest
 from airflow_provider_delta.core import DeltaTable
 from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.core.session import session_defaults
-from airflow_provider_delta.core.write.changes import cdf_enabled, tag_changes, write_change_files
+from airflow_provider_delta.core.change_data import cdf_enabled
+from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.exceptions import (
     ChangeDataNotRecordedError,
     ChangeDataSchemaError,
@@ -224,7 +225,7 @@ def test_enabling_change_data_feed_later_records_only_later_changes(tmp_path):
     t = _table(tmp_path, properties={"delta.appendOnly": "false"})
     t.update("id = 1", {"v": "11"})  # v2, not recorded
     enabled = _set_properties(t, **{"delta.enableChangeDataFeed": "true"})  # v3
-    assert cdf_enabled(t.refresh().snapshot)
+    assert cdf_enabled(t.refresh().configuration)
     assert t.refresh().protocol.min_writer_version >= 4
     version = t.update("id = 2", {"v": "21"})  # v4
     assert _changes(t.changes(enabled)) == [
@@ -263,9 +264,9 @@ def test_session_default_properties_enable_change_data_feed_on_new_tables_only(t
             str(tmp_path / "off"), SCHEMA, properties={"delta.enableChangeDataFeed": "false"}
         )
         old.append(_data([1], ["a"], [1]))
-    assert cdf_enabled(new.snapshot)
-    assert not cdf_enabled(explicit.snapshot)
-    assert not cdf_enabled(old.refresh().snapshot)
+    assert cdf_enabled(new.snapshot.configuration)
+    assert not cdf_enabled(explicit.snapshot.configuration)
+    assert not cdf_enabled(old.refresh().configuration)
 
 
 # -- ranges --------------------------------------------------------------------------------------------

@@ -342,6 +342,7 @@ def test_winner_landing_between_the_read_and_the_existence_check_is_not_a_log_ga
 
 
 def _write(table: DeltaTable, data: pa.Table) -> list[Any]:
-    from airflow_provider_delta.core.commands.write import write_files
+    from airflow_provider_delta.core.write.rows import write_rows
+    from airflow_provider_delta.core.write.target import WriteTarget
 
-    return write_files(table.snapshot, data)
+    return write_rows(WriteTarget.of(table.snapshot), data)

@@ -294,9 +294,10 @@ def test_columns_used_by_check_constraints_cannot_be_dropped_or_renamed(tmp_path
 def test_a_schema_change_makes_a_concurrent_writer_fail_with_metadata_changed(boxes):
     writer = boxes.transaction(operation="WRITE")  # opened at version 1
     boxes.alter("ALTER TABLE boxes ADD COLUMNS (x STRING)")  # wins version 2
-    from airflow_provider_delta.core.commands.write import write_files
+    from airflow_provider_delta.core.write.rows import write_rows
+    from airflow_provider_delta.core.write.target import WriteTarget
 
-    writer.add(*write_files(writer.snapshot, pa.Table.from_pylist(ROWS, schema=BOXES)))
+    writer.add(*write_rows(WriteTarget.of(writer.snapshot), pa.Table.from_pylist(ROWS, schema=BOXES)))
     writer.read_whole_table()
     with pytest.raises(MetadataChangedException):
         writer.commit()

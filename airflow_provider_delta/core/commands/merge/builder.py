@@ -10,18 +10,24 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 
+from airflow_provider_delta.core.commands.merge.local import execute_merge
 from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
+from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
+from airflow_provider_delta.core.session import write_defaults
 from airflow_provider_delta.exceptions import MergeError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Callable, Iterable
 
     from airflow_provider_delta.core.commands.merge.model import ActionKind, ClauseKind
-    from airflow_provider_delta.core.table import DeltaTable
+    from airflow_provider_delta.core.executor import Executor
+    from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["MergeBuilder", "as_source_table", "run_merge_sql"]
 
@@ -38,7 +44,6 @@ def as_source_table(source: Any) -> pa.Table:
         return pa.Table.from_batches([source])
     if isinstance(source, pa.RecordBatchReader):
         return source.read_all()
-    import pyarrow.dataset as ds
 
     if isinstance(source, ds.Dataset):
         return source.to_table()
@@ -63,7 +68,7 @@ class MergeBuilder:
     Only the last clause of each kind may omit its condition.
 
     Args:
-        table: the target table.
+        target: gives the snapshot to merge into when :meth:`execute` runs (the table's newest).
         source: the source rows (a pyarrow Table, RecordBatch, RecordBatchReader or dataset).
         condition: the join condition as SQL, e.g. ``"t.id = s.id"``.
         source_alias: how conditions and values name the source.
@@ -71,6 +76,8 @@ class MergeBuilder:
         schema_evolution: evolve the table schema as Delta's ``MERGE WITH SCHEMA EVOLUTION`` does;
             None takes the session default (``session_defaults(auto_merge_schema=True)``).
         isolation_level: ``Serializable`` or ``WriteSerializable`` (the table's default when None).
+        on_commit: called with the committed version (None when nothing changed).
+        executor: where the data work runs (default: the local executor).
 
     Example:
         >>> metrics = (t.merge(src, "t.id = s.id", source_alias="s", target_alias="t")  # doctest: +SKIP
@@ -79,7 +86,7 @@ class MergeBuilder:
 
     def __init__(
         self,
-        table: DeltaTable,
+        target: Callable[[], Snapshot],
         source: Any,
         condition: str,
         *,
@@ -87,8 +94,12 @@ class MergeBuilder:
         target_alias: str = "target",
         schema_evolution: bool | None = None,
         isolation_level: Any = None,
+        on_commit: Callable[[int | None], object] | None = None,
+        executor: Executor | None = None,
     ) -> None:
-        self._table = table
+        self._target = target
+        self._on_commit = on_commit
+        self._executor = executor
         self._source = source
         self._condition = condition
         self._source_alias = source_alias
@@ -154,8 +165,6 @@ class MergeBuilder:
         """The statement built so far."""
         evolution = self._schema_evolution
         if evolution is None:
-            from airflow_provider_delta.core.session import write_defaults
-
             evolution = write_defaults().auto_merge_schema
         return MergeSpec(
             self._condition, self._source_alias, self._target_alias, tuple(self._clauses), bool(evolution)
@@ -176,29 +185,29 @@ class MergeBuilder:
             SchemaEvolutionError: a clause would add a column in a way schema evolution does not allow.
             DeltaConcurrentModificationException: a concurrent commit conflicts.
         """
-        from airflow_provider_delta.core.commands.merge.local import execute_merge
-
-        table = self._table
-        snapshot = table._latest()
         result = execute_merge(
-            snapshot, self.spec(), as_source_table(self._source), isolation_level=self._isolation_level
+            self._target(), self.spec(), as_source_table(self._source), isolation_level=self._isolation_level,
+            executor=self._executor,
         )
-        table._after(result.get("version"))
+        if self._on_commit is not None:
+            self._on_commit(result.get("version"))
         return result
 
 
 def run_merge_sql(
-    table: DeltaTable, statement: str, source: Any, *, isolation_level: Any = None
+    target: Callable[[], Snapshot],
+    statement: str,
+    source: Any,
+    *,
+    isolation_level: Any = None,
+    on_commit: Callable[[int | None], object] | None = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
-    """Parse a MERGE statement and execute it on ``table`` (see ``DeltaTable.merge_sql``).
+    """Parse a MERGE statement and execute it on the table ``target`` gives (see ``DeltaTable.merge_sql``).
 
     Raises:
         MergeError: the statement does not parse, or ``source`` has no table of the name after USING.
     """
-    from collections.abc import Mapping
-
-    from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
-
     parsed = parse_merge_sql(statement)
     if isinstance(source, Mapping):
         found = [v for k, v in source.items() if str(k).lower() == parsed.source_name.lower()]
@@ -210,13 +219,15 @@ def run_merge_sql(
         source = found[0]
     spec = parsed.spec
     builder = MergeBuilder(
-        table,
+        target,
         source,
         spec.condition,
         source_alias=spec.source_alias,
         target_alias=spec.target_alias,
         schema_evolution=spec.schema_evolution or None,
         isolation_level=isolation_level,
+        on_commit=on_commit,
+        executor=executor,
     )
     builder._clauses.extend(spec.clauses)
     return builder.execute()

@@ -20,25 +20,36 @@ Example:
 
 from __future__ import annotations
 
-import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.commands.merge.plan import JoinKey, field_at, plan_merge, source_key_column
+from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
+from airflow_provider_delta.core.commands.schema.write import with_metadata
+from airflow_provider_delta.core.executor import LocalExecutor
 from airflow_provider_delta.core.expressions import Column, evaluate
+from airflow_provider_delta.core.parallel import run_parallel
+from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+from airflow_provider_delta.core.schema.conform import conform_array, null_table
+from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
+from airflow_provider_delta.core.write.changes import tag_changes
+from airflow_provider_delta.core.write.memory import rewrite_memory_pool
+from airflow_provider_delta.core.write.rows import check_table_writable
+from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, SchemaMismatchError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_delta.core.actions import AddFile
+    from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.commands.merge.model import MergeSpec
     from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
+    from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.snapshot import Snapshot
@@ -46,7 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["execute_merge"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
-_THREADS = max(2, min(4, os.cpu_count() or 1))
 
 
 def _indices(values: np.ndarray) -> pa.Array:
@@ -141,8 +151,6 @@ def _choose(scope: _Scope, clauses: Sequence[PlannedClause]) -> np.ndarray:
 def _conform(
     values: pa.Array | pa.ChunkedArray, schema: StructType, path: Sequence[str], where: str
 ) -> pa.ChunkedArray:
-    from airflow_provider_delta.core.schema.conform import conform_array
-
     f = field_at(schema, path)
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values])
@@ -312,7 +320,6 @@ def _run_clauses(plan: MergePlan, target: _Target, source: pa.Table) -> _Outcome
         rows = np.flatnonzero(~matched_source)
         scope = _Scope({sa: source.take(_indices(rows))})
         chosen = _choose(scope, plan.not_matched)
-        from airflow_provider_delta.core.schema.conform import null_table
 
         for i, clause in enumerate(plan.not_matched):
             picked = np.flatnonzero(chosen == i)
@@ -381,8 +388,8 @@ def _rewrite(target: _Target, out: _Outcome) -> tuple[np.ndarray, pa.Table, np.n
             out.append(new_values.slice(int(update_bounds[f]), int(update_bounds[f + 1] - update_bounds[f])))
         return out
 
-    with ThreadPoolExecutor(max_workers=_THREADS) as pool:  # Arrow's filter releases the GIL
-        parts = [t for per_file in pool.map(file_rows, touched) for t in per_file]
+    # On the engine's pool: Arrow's filter releases the GIL.
+    parts = [t for per_file in run_parallel(file_rows, [int(f) for f in touched]) for t in per_file]
     rewritten = pa.concat_tables(parts) if parts else target.table.slice(0, 0)
     return touched, rewritten, updated, deleted
 
@@ -390,21 +397,11 @@ def _rewrite(target: _Target, out: _Outcome) -> tuple[np.ndarray, pa.Table, np.n
 # ------------------------------------------------------------------------------------------ entry
 
 
-def _read_target(snapshot: Snapshot, files: Sequence[AddFile], schema: StructType) -> _Target:
+def _read_target(
+    executor: Executor, snapshot: Snapshot, files: Sequence[AddFile], schema: StructType
+) -> _Target:
     """The rows of ``files`` in the (evolved) ``schema``, file by file."""
-    from airflow_provider_delta.core.commands.write import read_file_rows
-    from airflow_provider_delta.core.schema.arrow import to_arrow_schema
-    from airflow_provider_delta.core.write.files import conform_to_table
-
-    def read(add: AddFile) -> pa.Table:
-        rows = read_file_rows(snapshot, add)
-        return conform_to_table(rows, schema) if schema != snapshot.schema else rows
-
-    if len(files) > 1:
-        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-            parts = list(pool.map(read, files))
-    else:
-        parts = [read(add) for add in files]
+    parts = executor.read_files(WriteTarget.of(snapshot), files, schema=schema)
     return _Target(parts, to_arrow_schema(schema))
 
 
@@ -412,14 +409,16 @@ def _evolved_snapshot(snapshot: Snapshot, plan: MergePlan) -> Snapshot:
     """The snapshot as writers must see it: with the evolved schema (column mapping ids for new fields)."""
     if not plan.evolved:
         return snapshot
-    from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
-    from airflow_provider_delta.core.commands.schema.write import with_metadata
-
     return with_metadata(snapshot, metadata_with_schema(snapshot.metadata, plan.schema))
 
 
 def execute_merge(
-    snapshot: Snapshot, spec: MergeSpec, source: pa.Table, *, isolation_level: Any = None
+    snapshot: Snapshot,
+    spec: MergeSpec,
+    source: pa.Table,
+    *,
+    isolation_level: Any = None,
+    executor: Executor | None = None,
 ) -> dict[str, Any]:
     """Plan, execute and commit a MERGE; return Delta's merge metrics plus ``version``.
 
@@ -427,22 +426,20 @@ def execute_merge(
         MergeError: invalid statement (see :func:`plan_merge`), or a value that does not fit its column.
         MergeMultipleMatchError: two source rows would update or delete one target row.
     """
-    from airflow_provider_delta.core.write.memory import rewrite_memory_pool
-
     with rewrite_memory_pool():  # jemalloc: far fewer page faults than mimalloc for a rewrite
-        return _execute_merge(snapshot, spec, source, isolation_level=isolation_level)
+        return _execute_merge(snapshot, spec, source, isolation_level=isolation_level,
+                              executor=executor or LocalExecutor())
 
 
 def _execute_merge(
-    snapshot: Snapshot, spec: MergeSpec, source: pa.Table, *, isolation_level: Any
+    snapshot: Snapshot, spec: MergeSpec, source: pa.Table, *, isolation_level: Any, executor: Executor
 ) -> dict[str, Any]:
-    from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
-
     started = time.monotonic()
     plan = plan_merge(snapshot, spec, source)
     if plan.matched or plan.not_matched_by_source:  # as Delta: only insert-only merges may run append-only
         refuse_if_append_only(snapshot.metadata, snapshot.location, "MERGE", snapshot.version)
     writer = _evolved_snapshot(snapshot, plan)
+    check_table_writable(writer)  # before any file is written
     txn = Transaction(
         snapshot,
         operation="MERGE",
@@ -450,14 +447,14 @@ def _execute_merge(
         isolation_level=isolation_level,
     )
     files = txn.read_files(plan.file_predicate)
-    target = _read_target(snapshot, files, writer.schema)
+    target = _read_target(executor, snapshot, files, writer.schema)
     scanned = time.monotonic()
     out = _run_clauses(plan, target, source)
     touched, rewritten, updated, deleted = _rewrite(target, out)
     inserted = pa.concat_tables(out.inserted) if out.inserted else None
     removed = [files[i] for i in touched]
     changes = _changes(writer, out, target, updated, deleted, inserted) if removed else None
-    adds, cdc = _write(writer, [t for t in (rewritten, inserted) if t is not None and t.num_rows], changes)
+    adds, cdc = _write(executor, writer, [t for t in (rewritten, inserted) if t is not None and t.num_rows], changes)
     if plan.evolved:
         txn.update_metadata(writer.metadata)
     txn.remove(*removed)
@@ -483,9 +480,7 @@ def _changes(
     inserted: pa.Table | None,
 ) -> pa.Table | None:
     """The change rows of a merge that rewrites files, when the table records its changes."""
-    from airflow_provider_delta.core.write.changes import cdf_enabled, tag_changes
-
-    if not cdf_enabled(writer):
+    if not cdf_enabled(writer.configuration):
         return None
     parts = [tag_changes(target.take(updated), "update_preimage")]
     if out.updated_tables:
@@ -496,33 +491,13 @@ def _changes(
     return pa.concat_tables(parts)
 
 
-_CHUNK_ROWS = 1_000_000  # rows per parallel write task (the writer's default file size)
-
-
 def _write(
-    writer: Snapshot, tables: Sequence[pa.Table], changes: pa.Table | None
-) -> tuple[list[Any], list[Any]]:
-    """Write data files (in parallel chunks when unpartitioned) and change files; return (adds, cdc)."""
-    from airflow_provider_delta.core.commands.write import write_files
-    from airflow_provider_delta.core.write.changes import write_change_files
-
-    data = pa.concat_tables(tables) if tables else None
-    chunks: list[pa.Table] = []
-    if data is not None:
-        # Equal chunks, a multiple of the worker count, none over the writer's file size: no idle core
-        # waits on a short last chunk.
-        count = -(-data.num_rows // _CHUNK_ROWS)
-        count = -(-count // _THREADS) * _THREADS if count > 1 else 1
-        step = data.num_rows if writer.partition_columns else max(1, -(-data.num_rows // count))
-        chunks = [data.slice(i, step) for i in range(0, data.num_rows, step)]
-    with ThreadPoolExecutor(max_workers=_THREADS) as pool:
-        cdc_future = (
-            pool.submit(write_change_files, writer, changes)
-            if changes is not None and changes.num_rows
-            else None
-        )
-        adds = [a for part in pool.map(lambda c: write_files(writer, c), chunks) for a in part]
-        cdc = list(cdc_future.result()) if cdc_future is not None else []
+    executor: Executor, writer: Snapshot, tables: Sequence[pa.Table], changes: pa.Table | None
+) -> tuple[list[AddFile], list[AddCDCFile]]:
+    """Write the rewritten and inserted rows as data files and the change rows as change files."""
+    target = WriteTarget.of(writer)
+    adds = executor.write_files(target, pa.concat_tables(tables)) if tables else []
+    cdc = executor.write_changes(target, [changes]) if changes is not None and changes.num_rows else []
     return adds, cdc
 
 

@@ -38,13 +38,23 @@ from airflow_provider_delta.core.expressions import (
     In,
     Literal,
     Or,
+    _type_of,
     bind,
     conjuncts,
+    evaluate,
     parse_expression,
     parse_predicate,
+    require_boolean,
     to_sql,
 )
-from airflow_provider_delta.core.schema.arrow import from_arrow_schema, to_arrow_schema, to_arrow_type
+from airflow_provider_delta.core.schema import types as t
+from airflow_provider_delta.core.schema.arrow import (
+    from_arrow_schema,
+    from_arrow_type,
+    to_arrow_schema,
+    to_arrow_type,
+)
+from airflow_provider_delta.core.schema.evolution import as_nullable, merge_schemas
 from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructField, StructType
 from airflow_provider_delta.exceptions import MergeError, PredicateError, SchemaError, SchemaEvolutionError
 
@@ -210,7 +220,6 @@ def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str |
         return _assignable(value.key_type, target.key_type, f"{path}.key") or _assignable(
             value.item_type, target.value_type, f"{path}.value"
         )
-    from airflow_provider_delta.core.schema.arrow import from_arrow_type
 
     try:
         source = from_arrow_type(value)
@@ -224,8 +233,6 @@ def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str |
 def _store_assignable(source: DataType, target: DataType) -> bool:
     """Spark's ANSI store assignment: numbers widen or narrow (checked), anything becomes a string,
     dates and timestamps convert; strings never become numbers, booleans or dates implicitly."""
-    from airflow_provider_delta.core.schema import types as t
-
     if type(source) is type(target) or isinstance(source, t.NullType):
         return True
     numeric = (t.ByteType, t.ShortType, t.IntegerType, t.LongType, t.FloatType, t.DoubleType, t.DecimalType)
@@ -309,8 +316,6 @@ class _Planner:
             column = next((c.name for c in _walk(expr) if isinstance(c, Column)), None)
             raise MergeError(f"{err} (in the {where})", clause=where, column=column) from err
         if predicate:
-            from airflow_provider_delta.core.commands.write import require_boolean
-
             try:
                 require_boolean(bound, text)
             except PredicateError as err:
@@ -432,8 +437,6 @@ class _Planner:
     def evolve(
         self, raw: list[tuple[str, list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]]]]
     ) -> StructType:
-        from airflow_provider_delta.core.schema.evolution import as_nullable, merge_schemas
-
         incoming = StructType(())
         for where, assignments in raw:
             for path, expr, direct in assignments:
@@ -525,7 +528,6 @@ class _Planner:
                     clause=where,
                     column=".".join(canonical),
                 ) from err
-            from airflow_provider_delta.core.expressions import _type_of
 
             reason = _assignable(_type_of(bound), _field_at(schema, canonical).type, ".".join(canonical))
             if reason:
@@ -581,8 +583,8 @@ def _and(terms: Sequence[Expr]) -> Expr | None:
     if not terms:
         return None
     out = terms[0]
-    for t in terms[1:]:
-        out = And(out, t)
+    for term in terms[1:]:
+        out = And(out, term)
     return out
 
 
@@ -655,8 +657,6 @@ def _file_predicate(
 ) -> Expr | None:
     source = planner.source_table
     if source_filter is not None:
-        from airflow_provider_delta.core.expressions import evaluate
-
         source = source.filter(pc.fill_null(evaluate(source_filter, source), False))
     terms = [t for t in [target_filter] if t is not None]
     for key in keys:

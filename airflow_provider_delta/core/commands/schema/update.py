@@ -26,7 +26,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
+from airflow_provider_delta.core.actions import Protocol
+from airflow_provider_delta.core.properties import validate_properties
+from airflow_provider_delta.core.schema import ddl
 from airflow_provider_delta.core.schema import evolution as ev
+from airflow_provider_delta.core.schema.arrow import from_arrow_schema, from_arrow_type
+from airflow_provider_delta.core.schema.ddl import parse_data_type_sql
 from airflow_provider_delta.core.schema.mapping import (
     COLUMN_MAPPING_MAX_ID_KEY,
     COLUMN_MAPPING_MODE_KEY,
@@ -34,15 +39,16 @@ from airflow_provider_delta.core.schema.mapping import (
     column_mapping_mode,
 )
 from airflow_provider_delta.core.schema.types import DataType, StructField, StructType
+from airflow_provider_delta.core.transaction.commit import Transaction
 from airflow_provider_delta.exceptions import SchemaEvolutionError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
     from types import TracebackType
 
-    from airflow_provider_delta.core.actions import Metadata, Protocol
+    from airflow_provider_delta.core.actions import Metadata
     from airflow_provider_delta.core.schema.ddl import AlterStatement
-    from airflow_provider_delta.core.table import DeltaTable
+    from airflow_provider_delta.core.snapshot import Snapshot
 
 TypeLike: TypeAlias = "DataType | pa.DataType | str"
 
@@ -59,12 +65,8 @@ def as_data_type(value: TypeLike) -> DataType:
     if isinstance(value, DataType):
         return value
     if isinstance(value, pa.DataType):
-        from airflow_provider_delta.core.schema.arrow import from_arrow_type
-
         return from_arrow_type(value)
     if isinstance(value, str):
-        from airflow_provider_delta.core.schema.ddl import parse_data_type_sql
-
         return parse_data_type_sql(value)
     raise SchemaEvolutionError(f"Cannot use {value!r} as a column type: expected a DataType, pyarrow type or SQL type")
 
@@ -103,9 +105,15 @@ class SchemaUpdate:
         ...     u.add_column("note", "STRING", comment="free text").move_first("note")
     """
 
-    def __init__(self, table: DeltaTable, *, isolation_level: Any = None) -> None:
-        self._table = table
-        self._snapshot = table._latest()
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        *,
+        isolation_level: Any = None,
+        on_commit: Callable[[int | None], object] | None = None,
+    ) -> None:
+        self._on_commit = on_commit
+        self._snapshot = snapshot
         self._isolation_level = isolation_level
         self.schema: StructType = self._snapshot.schema
         self.configuration: dict[str, str] = dict(self._snapshot.configuration)
@@ -172,8 +180,6 @@ class SchemaUpdate:
     def replace_columns(self, columns: StructType | pa.Schema | Sequence[StructField]) -> SchemaUpdate:
         """Replace the column list (reorder, re-comment, add); existing columns may not be dropped or retyped."""
         if isinstance(columns, pa.Schema):
-            from airflow_provider_delta.core.schema.arrow import from_arrow_schema
-
             columns = from_arrow_schema(columns)
         new = columns if isinstance(columns, StructType) else StructType(tuple(columns))
         self.schema = ev.replace_columns(self.schema, new)
@@ -239,8 +245,6 @@ class SchemaUpdate:
             SchemaEvolutionError: a column mapping mode change Delta does not allow, or a CHECK
                 constraint (add those with a constraint command, which checks existing rows).
         """
-        from airflow_provider_delta.core.properties import validate_properties
-
         props = validate_properties(dict(properties))
         # Delta turns these two into a protocol upgrade; they are not kept as properties.
         for key in (_MIN_READER, _MIN_WRITER):
@@ -283,8 +287,6 @@ class SchemaUpdate:
     # -- DDL --------------------------------------------------------------------------------------
     def apply(self, statement: AlterStatement | str) -> SchemaUpdate:
         """Stage one ``ALTER TABLE`` statement (text or parsed, see :mod:`core.schema.ddl`)."""
-        from airflow_provider_delta.core.schema import ddl
-
         parsed = ddl.parse_alter(statement) if isinstance(statement, str) else statement
         if isinstance(parsed, ddl.AddColumns):
             for c in parsed.columns:
@@ -326,8 +328,6 @@ class SchemaUpdate:
         Raises:
             MetadataChangedException: another writer changed the table's metadata first.
         """
-        from airflow_provider_delta.core.transaction.commit import Transaction
-
         if self.committed_version is not None:
             return self.committed_version
         if not self._operations:
@@ -344,7 +344,8 @@ class SchemaUpdate:
         if protocol is not None:
             txn.update_protocol(protocol)
         self.committed_version = txn.commit()
-        self._table._after(self.committed_version)
+        if self._on_commit is not None:
+            self._on_commit(self.committed_version)
         return self.committed_version
 
     def __enter__(self) -> SchemaUpdate:
@@ -358,8 +359,6 @@ class SchemaUpdate:
 
     # -- checks -----------------------------------------------------------------------------------
     def _requested_protocol(self) -> Protocol | None:
-        from airflow_provider_delta.core.actions import Protocol
-
         current = self._snapshot.protocol
         reader = max(current.min_reader_version, self._versions.get(_MIN_READER, 0))
         writer = max(current.min_writer_version, self._versions.get(_MIN_WRITER, 0))
@@ -389,12 +388,13 @@ class SchemaUpdate:
             )
 
     def _refuse_constraint_columns(self, action: str, parts: tuple[str, ...]) -> None:
-        from airflow_provider_delta.core.expressions import parse_predicate, referenced_columns
-
         folded = tuple(p.casefold() for p in parts)
         for key, text in self.configuration.items():
             if not key.startswith("delta.constraints."):
                 continue
+            # lazy: the expression engine loads sqlglot (~0.2 s); `import core` (sensors, DAG parsing) must not
+            from airflow_provider_delta.core.expressions import parse_predicate, referenced_columns
+
             for ref in referenced_columns(parse_predicate(text)):
                 ref_folded = tuple(p.casefold() for p in ref)
                 if ref_folded[: len(folded)] == folded or folded[: len(ref_folded)] == ref_folded:

@@ -24,22 +24,31 @@ import copy
 import dataclasses
 from typing import TYPE_CHECKING, Any, Literal
 
-from airflow_provider_delta.core.schema.evolution import as_nullable, merge_schemas
+from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
+from airflow_provider_delta.core.schema.arrow import from_arrow_schema
+from airflow_provider_delta.core.schema.evolution import _SMALL_INTEGERS, as_nullable, merge_schemas
 from airflow_provider_delta.core.schema.mapping import (
+    COLUMN_ID_KEY,
     COLUMN_MAPPING_MAX_ID_KEY,
+    PHYSICAL_NAME_KEY,
     assign_column_mapping,
     column_mapping_mode,
 )
 from airflow_provider_delta.core.schema.types import (
+    ArrayType,
     ByteType,
     DataType,
+    DecimalType,
     DoubleType,
     FloatType,
     IntegerType,
     LongType,
+    MapType,
     ShortType,
+    StructField,
     StructType,
 )
+from airflow_provider_delta.core.session import write_defaults
 from airflow_provider_delta.exceptions import SchemaEvolutionError
 
 if TYPE_CHECKING:
@@ -64,8 +73,6 @@ def effective_schema_mode(schema_mode: str | None, *, operation: str) -> SchemaM
         SchemaEvolutionError: an unknown mode, or ``overwrite`` on an append.
     """
     if schema_mode is None:
-        from airflow_provider_delta.core.session import write_defaults
-
         return "merge" if write_defaults().auto_merge_schema else None
     if schema_mode not in _MODES or (schema_mode == "overwrite" and operation != "overwrite"):
         allowed = "'merge'" if operation != "overwrite" else "'merge' or 'overwrite'"
@@ -75,21 +82,19 @@ def effective_schema_mode(schema_mode: str | None, *, operation: str) -> SchemaM
 
 def evolve_for_write(
     snapshot: Snapshot,
-    data: pa.Table,
+    data_schema: pa.Schema,
     *,
     schema_mode: str | None,
     operation: Literal["append", "overwrite"],
     partition_by: Sequence[str] | None = None,
     predicate: Any = None,
 ) -> Metadata | None:
-    """The new metaData a write of ``data`` needs, or None when the table's metadata stays.
+    """The new metaData a write of rows of ``data_schema`` needs, or None when the metadata stays.
 
     Raises:
         SchemaEvolutionError: incompatible types (merge), ``overwrite`` with a predicate, a
             partitioning change without ``schema_mode="overwrite"``, unknown partition columns.
     """
-    from airflow_provider_delta.core.schema.arrow import from_arrow_schema
-
     mode = effective_schema_mode(schema_mode, operation=operation)
     if mode == "overwrite" and predicate is not None:
         raise SchemaEvolutionError(
@@ -101,13 +106,12 @@ def evolve_for_write(
         _check_same_partitioning(snapshot, partition_by)
     if mode is None:
         return None
-    incoming = as_nullable(from_arrow_schema(data.schema))
+    incoming = as_nullable(from_arrow_schema(data_schema))
     assert isinstance(incoming, StructType)
     if mode == "merge":
         merged = merge_schemas(snapshot.schema, _align_to_table(snapshot.schema, incoming))
         if merged is snapshot.schema:
             return None
-        from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
 
         return metadata_with_schema(snapshot.metadata, merged)
     return _overwritten(snapshot, incoming, partition_by or ())
@@ -119,9 +123,6 @@ def _align_to_table(table: DataType, data: DataType) -> Any:
     schema evolution. Delta's mergeSchema would refuse e.g. long data for an int column; pyarrow infers
     int64 for every Python int, so this engine casts instead. Widening byte/short/int still widens.
     """
-    from airflow_provider_delta.core.schema.evolution import _SMALL_INTEGERS
-    from airflow_provider_delta.core.schema.types import ArrayType, DecimalType, MapType, StructField
-
     if isinstance(table, StructType) and isinstance(data, StructType):
         fields = []
         for f in data.fields:
@@ -184,9 +185,6 @@ def _overwritten(snapshot: Snapshot, schema: StructType, partition_by: Sequence[
 
 
 def _without_mapping(schema: StructType) -> StructType:
-    from airflow_provider_delta.core.schema.mapping import COLUMN_ID_KEY, PHYSICAL_NAME_KEY
-    from airflow_provider_delta.core.schema.types import ArrayType, MapType, StructField
-
     def strip(dt: DataType) -> DataType:
         if isinstance(dt, StructType):
             return StructType(tuple(
@@ -218,15 +216,19 @@ def with_metadata(snapshot: Snapshot, metadata: Metadata) -> Snapshot:
 def stage_schema_evolution(
     txn: Transaction,
     snapshot: Snapshot,
-    data: pa.Table,
+    data_schema: pa.Schema,
     *,
     schema_mode: str | None,
     operation: Literal["append", "overwrite"],
     partition_by: Sequence[str] | None = None,
     predicate: Any = None,
 ) -> Snapshot:
-    """Stage the metadata change a write needs in ``txn``; return the snapshot view to write files with."""
-    metadata = evolve_for_write(snapshot, data, schema_mode=schema_mode, operation=operation,
+    """Stage the metadata change a write of rows of ``data_schema`` needs in ``txn``.
+
+    Returns:
+        The snapshot view to write files with (``snapshot`` itself when the metadata stays).
+    """
+    metadata = evolve_for_write(snapshot, data_schema, schema_mode=schema_mode, operation=operation,
                                 partition_by=partition_by, predicate=predicate)
     if metadata is None:
         return snapshot

@@ -1,0 +1,130 @@
+"""The executor seam: where a command's data work runs.
+
+A command plans in core (which files to read and rewrite, which actions to commit) and hands every
+step that touches rows to an :class:`Executor`:
+
+- ``write_files``: write these rows as data files (conformed, CHECK constraints and an optional
+  required predicate enforced, statistics collected) and return their ``add`` actions;
+- ``rewrite_files``: read these files, pass each one's live rows through a :data:`FileRewrite`
+  function, write what it keeps as new data files, and return the actions and counters;
+- ``change_rows`` / ``write_changes``: these rows as change data of one kind; write collected change
+  rows as ``_change_data`` files and return their ``cdc`` actions;
+- ``read_files``: these files' live rows as Arrow (the MERGE target);
+- ``data_schema``: the Arrow schema of the rows an engine was given (for schema evolution).
+
+:class:`~airflow_provider_delta.core.executor.local.LocalExecutor` does all of it with pyarrow on the
+engine's thread pool. The Spark executor (``airflow_provider_delta.spark``) does it in Spark tasks,
+where the rows are a DataFrame and only actions travel back. A command never knows which one runs it;
+the functions it passes (:data:`FileRewrite`) are plain module-level callables or picklable objects,
+so they can be shipped to other processes.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    import pyarrow as pa
+
+    from airflow_provider_delta.core.actions import AddCDCFile, AddFile
+    from airflow_provider_delta.core.change_data import ChangeType
+    from airflow_provider_delta.core.expressions import Expr
+    from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.write.target import WriteTarget
+
+__all__ = ["ChangeRows", "Executor", "FileRewrite", "RewriteResult", "RowRewrite"]
+
+ChangeRows = Any
+"""Change rows an executor holds until :meth:`Executor.write_changes`: an Arrow table tagged with
+``_change_type`` (local), or ``cdc`` actions of files already written (Spark tasks)."""
+
+
+@dataclass(frozen=True)
+class RowRewrite:
+    """What a :data:`FileRewrite` makes of one file's live rows.
+
+    Attributes:
+        keep: the rows the new data files hold (empty: the file is removed and nothing replaces it).
+        changes: change rows, each table tagged with ``_change_type`` (only used when recording).
+        metrics: counters summed over the files (e.g. ``numDeletedRows``).
+    """
+
+    keep: pa.Table
+    changes: tuple[pa.Table, ...] = ()
+    metrics: Mapping[str, int] = field(default_factory=dict)
+
+
+class FileRewrite(Protocol):
+    """Turn one file's live rows into a :class:`RowRewrite`, or None to leave the file as it is."""
+
+    def __call__(self, add: AddFile, rows: pa.Table, /) -> RowRewrite | None: ...
+
+
+@dataclass
+class RewriteResult:
+    """What ``rewrite_files`` did: files to remove, files to add, change rows, summed counters."""
+
+    removed: list[AddFile] = field(default_factory=list)
+    added: list[AddFile] = field(default_factory=list)
+    changes: list[ChangeRows] = field(default_factory=list)
+    metrics: dict[str, int] = field(default_factory=dict)
+
+    def record(self, add: AddFile, rewrite: RowRewrite, new: Sequence[AddFile]) -> None:
+        """Fold one rewritten file into the result."""
+        self.removed.append(add)
+        self.added.extend(new)
+        for key, value in rewrite.metrics.items():
+            self.metrics[key] = self.metrics.get(key, 0) + value
+
+
+class Executor(ABC):
+    """Runs the data work of commands (see the module docstring)."""
+
+    name: str = "executor"
+
+    @abstractmethod
+    def data_schema(self, data: Any) -> pa.Schema:
+        """The Arrow schema of ``data`` (rows in this engine's form), logical names."""
+
+    @abstractmethod
+    def write_files(
+        self,
+        target: WriteTarget,
+        data: Any,
+        *,
+        data_change: bool = True,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> list[AddFile]:
+        """Write ``data`` as data files of ``target``; every row must satisfy ``require`` when given.
+
+        Raises:
+            SchemaMismatchError: the rows do not fit the schema, break a CHECK constraint or ``require``.
+        """
+
+    @abstractmethod
+    def rewrite_files(
+        self, target: WriteTarget, files: Sequence[AddFile], rewrite: FileRewrite, *, record_changes: bool
+    ) -> RewriteResult:
+        """Rewrite ``files`` through ``rewrite``; keep its change rows when ``record_changes``."""
+
+    @abstractmethod
+    def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
+        """``data`` (rows about to be written) as change rows of kind ``change_type``."""
+
+    @abstractmethod
+    def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
+        """Write collected change rows as change data files; return their ``cdc`` actions."""
+
+    @abstractmethod
+    def read_files(
+        self, target: WriteTarget, files: Sequence[AddFile], *, schema: StructType | None = None
+    ) -> list[pa.Table]:
+        """Every live row of each file, in the order of ``files``, conformed to ``schema`` when given.
+
+        Deletion vectors applied, partition columns included, logical names of ``target.schema``.
+        """

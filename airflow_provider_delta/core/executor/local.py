@@ -1,0 +1,106 @@
+"""The local executor: a command's data work in this process, with pyarrow on the engine's thread pool.
+
+The default executor of every command. Files are read and written on :mod:`..parallel`'s one pool
+(the same pool the scans and the data-file writer use); change rows are collected as Arrow tables
+and written once per command, so a commit gets as few ``_change_data`` files as its partitions need.
+
+Example:
+    >>> executor = LocalExecutor()
+    >>> adds = executor.write_files(WriteTarget.of(snapshot), pa.table({"id": [1]}))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airflow_provider_delta.core.executor.base import Executor, RewriteResult
+from airflow_provider_delta.core.parallel import run_parallel
+from airflow_provider_delta.core.read.scan import read_add_file
+from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
+from airflow_provider_delta.core.write.files import conform_to_table
+from airflow_provider_delta.core.write.rows import write_rows
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from airflow_provider_delta.core.actions import AddCDCFile, AddFile
+    from airflow_provider_delta.core.change_data import ChangeType
+    from airflow_provider_delta.core.executor.base import ChangeRows, FileRewrite
+    from airflow_provider_delta.core.expressions import Expr
+    from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.write.target import WriteTarget
+
+__all__ = ["LocalExecutor"]
+
+
+class LocalExecutor(Executor):
+    """Data work with pyarrow in this process; ``data`` is a ``pyarrow.Table``."""
+
+    name = "local"
+
+    def data_schema(self, data: Any) -> pa.Schema:
+        """The schema of the Arrow table ``data``."""
+        return _as_table(data).schema
+
+    def write_files(
+        self,
+        target: WriteTarget,
+        data: Any,
+        *,
+        data_change: bool = True,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> list[AddFile]:
+        """Write the rows (files in parallel on the shared pool); see :meth:`Executor.write_files`."""
+        return write_rows(
+            target, _as_table(data), data_change=data_change, require=require, require_text=require_text
+        )
+
+    def rewrite_files(
+        self, target: WriteTarget, files: Sequence[AddFile], rewrite: FileRewrite, *, record_changes: bool
+    ) -> RewriteResult:
+        """Rewrite file by file (one file's rows in memory at a time), in the order of ``files``."""
+        result = RewriteResult()
+        for add in files:
+            outcome = rewrite(add, read_add_file(target, add))
+            if outcome is None:
+                continue
+            new = write_rows(target, outcome.keep) if outcome.keep.num_rows else []
+            result.record(add, outcome, new)
+            if record_changes:
+                result.changes.extend(outcome.changes)
+        return result
+
+    def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
+        """The rows, conformed to the table's schema, tagged ``change_type``."""
+        return [tag_changes(conform_to_table(_as_table(data), target.schema), change_type)]
+
+    def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
+        """Write every collected change table in one go (PROTOCOL.md "Change Data Files")."""
+        tables = [t for t in changes if t.num_rows]
+        if not tables:
+            return []
+        return write_change_files(target, pa.concat_tables(tables, promote_options="permissive"))
+
+    def read_files(
+        self, target: WriteTarget, files: Sequence[AddFile], *, schema: StructType | None = None
+    ) -> list[pa.Table]:
+        """Read the files in parallel; conform to ``schema`` when it differs from the table's."""
+
+        def read(add: AddFile) -> pa.Table:
+            rows = read_add_file(target, add)
+            return conform_to_table(rows, schema) if schema is not None and schema != target.schema else rows
+
+        return run_parallel(read, files)
+
+
+def _as_table(data: Any) -> pa.Table:
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if isinstance(data, pa.RecordBatchReader):
+        return data.read_all()
+    raise TypeError(f"Cannot write rows: the local executor takes a pyarrow.Table, found {type(data).__name__}")
