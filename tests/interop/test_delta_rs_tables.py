@@ -24,9 +24,9 @@ from airflow_provider_delta.core import (
     DeltaTable,
     SchemaMismatchError,
 )
-from airflow_provider_delta.core.commands.write import append as append_op
 from airflow_provider_delta.core.commands.delete import delete as delete_op
 from airflow_provider_delta.core.commands.update import update as update_op
+from airflow_provider_delta.core.commands.write import append as append_op
 from tests.interop import assert_delta_rs_reads_identically, canonical_rows, rs_rows, rs_table
 
 deltalake = pytest.importorskip("deltalake")

@@ -21,9 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
+from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.core.session import session_defaults
-from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.exceptions import (
     ChangeDataNotRecordedError,
