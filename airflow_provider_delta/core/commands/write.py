@@ -17,10 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_delta.core.change_data import cdf_enabled
-from airflow_provider_delta.core.commands.delete import bound_predicate, operation_predicate, stage_delete
 from airflow_provider_delta.core.commands.schema.write import stage_schema_evolution
 from airflow_provider_delta.core.executor import LocalExecutor
-from airflow_provider_delta.core.expressions import predicate_text
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.rows import check_table_writable, metrics_for_adds
 from airflow_provider_delta.core.write.target import WriteTarget
@@ -134,6 +132,10 @@ def _overwrite(
         txn.remove(*files)
         return adds, {"numRemovedFiles": len(files), **metrics_for_adds(adds)}
     refuse_if_append_only(snapshot.metadata, snapshot.location, "WRITE", snapshot.version)
+    # lazy: replaceWhere needs the expression engine (sqlglot, ~0.2 s); appends and full overwrites do not
+    from airflow_provider_delta.core.commands.delete import bound_predicate, operation_predicate, stage_delete
+    from airflow_provider_delta.core.expressions import predicate_text
+
     bound = bound_predicate(snapshot, predicate)
     txn.operation_parameters["predicate"] = operation_predicate(predicate)
     # The new rows first: one outside the predicate fails the write before any old file is rewritten.

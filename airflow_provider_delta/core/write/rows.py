@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.expressions import bind, evaluate, parse_predicate
 from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.write.files import conform_to_table, write_data_files
@@ -76,6 +75,9 @@ def check_constraints(table: TableLayout, data: pa.Table, configuration: Mapping
     if not constraints or data.num_rows == 0:
         return
 
+    # lazy: only tables with CHECK constraints need the expression engine (sqlglot, ~0.2 s per process)
+    from airflow_provider_delta.core.expressions import bind, evaluate, parse_predicate
+
     arrow_schema = to_arrow_schema(table.schema)
     for name, text in constraints.items():
         result = evaluate(bind(parse_predicate(text), arrow_schema), data)
@@ -88,6 +90,8 @@ def check_constraints(table: TableLayout, data: pa.Table, configuration: Mapping
 
 
 def _check_required(target: WriteTarget, data: pa.Table, require: Expr, text: str) -> None:
+    from airflow_provider_delta.core.expressions import evaluate  # lazy: see check_constraints
+
     outside = data.num_rows - count_true(evaluate(require, data))
     if outside:
         raise SchemaMismatchError(
