@@ -28,7 +28,7 @@ DEMO_TABLE ?= peer/merge_cdf_partitioned
 DEMO_DIR := .demo
 BENCH_ARGS ?=
 
-.PHONY: help install venv test test-all lint format typecheck layers pytest bench demo demo-log clean
+.PHONY: help install venv test test-all test-spark test-cluster lint format typecheck layers pytest bench demo demo-log clean
 
 help: ## show this help
 	@echo "Usage: make <target>   (first run creates $(VENV) and installs everything)"
@@ -89,8 +89,14 @@ test: ## lint, typecheck, layer check, then the default tests (incl. the full co
 	@$(MAKE) layers
 	@$(MAKE) pytest
 
-test-all: ## as `test`, with every marker (slow, spark, integration, system)
+test-all: ## as `test`, with every marker (slow, spark, cluster, integration, system)
 	@$(MAKE) test PYTEST_MARKERS=""
+
+test-spark: $(STAMP) ## the Spark tests only: local[2] sessions, spark-submit and the standalone cluster
+	@$(BIN)/pytest -m "spark or cluster" $(PYTEST_ARGS)
+
+test-cluster: $(STAMP) ## the standalone-cluster tests (a master + 2 workers on 127.0.0.1, ~30 s)
+	@$(BIN)/pytest -m cluster $(PYTEST_ARGS)
 
 # ---------------------------------------------------------------------------- demo, bench
 demo: $(STAMP) ## Airflow runs example DAGs (1) sensor and (2) Spark checkpoint on a table in .demo/; prints its history
