@@ -1,15 +1,55 @@
-"""PySpark jobs of airflow-provider-delta: spark-submit entry points that run the Delta engine.
+"""Delta tables as Spark DataFrames, and the PySpark jobs of airflow-provider-delta.
+
+- :func:`read_delta` (``spark.read``), :func:`write_delta` (``spark.write``) and
+  :class:`SparkExecutor` (``spark.executor``): the Spark data plane, where Spark executors read and
+  write the files with the engine's own code and only actions reach the driver.
+- :func:`job_script` and ``spark.jobs``: spark-submit entry points that the Airflow operators run.
 
 This package imports neither pyspark nor airflow at import time, so the Airflow layer can locate a
-job's file cheaply (:func:`job_script`) and read the job protocol (:mod:`.protocol`) without a JVM.
-Modules that need pyspark import it inside functions.
+job's file cheaply (:func:`job_script`) and read the job protocol (:mod:`.protocol`) without a JVM:
+:func:`read_delta`, :func:`write_delta` and :class:`SparkExecutor` are loaded on first access.
+
+Example:
+    >>> from airflow_provider_delta.spark import read_delta, write_delta  # doctest: +SKIP
+    >>> write_delta(read_delta(spark, "/data/raw").where("ok"), "/data/clean")  # doctest: +SKIP
+    1
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.spark.executor import SparkExecutor
+    from airflow_provider_delta.spark.read import read_delta
+    from airflow_provider_delta.spark.write import write_delta
+
+__all__ = ["RUNNER_MODULE", "SparkExecutor", "job_script", "read_delta", "write_delta"]
 
 RUNNER_MODULE = "airflow_provider_delta.spark.jobs.run_job"
+
+# Public name -> module that defines it; imported on first access (PEP 562), because these modules
+# import pyspark.
+_LAZY = {
+    "SparkExecutor": "airflow_provider_delta.spark.executor",
+    "read_delta": "airflow_provider_delta.spark.read",
+    "write_delta": "airflow_provider_delta.spark.write",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def job_script() -> str:

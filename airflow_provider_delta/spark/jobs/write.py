@@ -5,8 +5,10 @@ Options:
         matching ``predicate`` when given) with them.
     predicate (str, overwrite only): a SQL filter; every new row must satisfy it.
     source ({"path": ..., "format": "parquet", "options": {...}}): data read with Spark
-        (``spark.read.format(format).options(**options).load(path)``), collected to the driver as Arrow.
-    rows (list of objects): inline rows instead of ``source`` (small writes, tests).
+        (``spark.read.format(format).options(**options).load(path)``) and written by Spark executors
+        (:class:`~airflow_provider_delta.spark.executor.SparkExecutor`): no row passes through the driver.
+    rows (list of objects): inline rows instead of ``source`` (small writes, tests); a DataFrame of
+        them under Spark, a pyarrow table with ``--engine local``.
     isolation_level ("Serializable" | "WriteSerializable", default: the table's ``delta.isolationLevel``):
         under ``WriteSerializable`` a concurrent blind append into what an overwrite read does not
         conflict; under ``Serializable`` it raises ``ConcurrentAppendException``.
@@ -17,12 +19,13 @@ finds the table already holds that application at that version or later writes n
 does not write twice. A concurrent writer with the same ``app_id`` makes the commit fail with
 ``ConcurrentTransactionException``.
 
-The data plane is the driver (pyarrow) for now; distributed writes come with the merge job.
+Under spark-submit the data plane is Spark: the engine plans and commits in the driver, the Spark
+executors write the data (and change data) files; with ``--engine local`` it is pyarrow in this process.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -32,30 +35,47 @@ from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.context import JobOutput
 
 if TYPE_CHECKING:
+    from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 MODES = ("append", "overwrite")
 ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
 
 
-def _load_data(ctx: JobContext) -> pa.Table:
-    """The rows to write: ``rows`` inline, or ``source`` read with Spark (cached across attempts)."""
+def _load_data(ctx: JobContext) -> Any:
+    """The rows to write (cached across attempts): a DataFrame under Spark, a pyarrow table without.
+
+    ``rows`` inline, or ``source`` read with Spark (lazily: Spark executors read it when the
+    executor's tasks run, so the rows never pass through the driver).
+    """
     if "data" in ctx.cache:
         return ctx.cache["data"]
     rows = ctx.option("rows", kind=list)
     source = ctx.option("source", kind=dict)
     if (rows is None) == (source is None):
         raise JobSpecError("Cannot run job 'write': pass exactly one of options 'rows' and 'source'")
+    data: Any
     if rows is not None:
         data = pa.Table.from_pylist(rows)
+        if ctx.spark is not None and data.num_columns:
+            data = ctx.spark.createDataFrame(data)
     else:
         spark = ctx.require_spark("option 'source'")
         if not isinstance(source.get("path"), str):
             raise JobSpecError(f"Cannot run job 'write': option 'source' needs a 'path', found {source!r}")
         reader = spark.read.format(source.get("format", "parquet")).options(**source.get("options", {}))
-        data = reader.load(source["path"]).toArrow()
+        data = reader.load(source["path"])
     ctx.cache["data"] = data
     return data
+
+
+def _executor(ctx: JobContext, data: Any) -> Executor | None:
+    """The Spark executor when ``data`` is a DataFrame; None (the local executor) for a pyarrow table."""
+    if isinstance(data, pa.Table):
+        return None
+    from airflow_provider_delta.spark.executor import SparkExecutor  # lazy: imports pyspark
+
+    return SparkExecutor(ctx.spark)
 
 
 def run(ctx: JobContext) -> JobOutput:
@@ -83,6 +103,7 @@ def run(ctx: JobContext) -> JobOutput:
     result = write(
         snapshot, data, mode=mode, predicate=predicate, isolation_level=isolation,
         app_id=ctx.spec.app_id, app_version=ctx.spec.app_version, before_commit=ctx.before_commit,
+        executor=_executor(ctx, data),
     )
     if not result.committed:
         return JobOutput(

@@ -1,0 +1,278 @@
+"""The Spark executor: a command's data work in Spark tasks; only actions come back to the driver.
+
+:class:`SparkExecutor` implements core's :class:`~airflow_provider_delta.core.executor.Executor` seam
+with ``data`` a ``pyspark.sql.DataFrame``. Every step runs the engine's own code inside the tasks,
+so the files are exactly those the local executor writes:
+
+- ``write_files``: ``df.mapInArrow`` where each task takes its Arrow batches and calls core's
+  :func:`~airflow_provider_delta.core.write.rows.write_rows` once (conform to the schema, CHECK
+  constraints, the replaceWhere predicate, Parquet files of at most a million rows with statistics),
+  and yields the ``add`` actions as JSON;
+- ``rewrite_files``: the files spread over tasks (by size, as Spark splits its own scans); each task
+  reads a file with :func:`~airflow_provider_delta.core.read.scan.read_add_file`, applies the
+  command's :data:`~airflow_provider_delta.core.executor.FileRewrite` (a picklable dataclass), writes
+  the kept rows and, when recording changes, its change rows as ``_change_data`` files;
+- ``change_rows``: the DataFrame's rows written as change files by tasks (``cdc`` actions back);
+- ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here.
+
+Only the actions returned by successful task attempts reach the driver, and the driver commits once:
+files written by a failed or speculative attempt are never referenced (they are orphans that vacuum
+removes). A ``DeltaError`` raised in a task (a row outside the predicate, a CHECK violation) fails
+the Spark job and is raised again in the driver with its type and message, before anything commits.
+
+Example:
+    >>> from airflow_provider_delta.core.commands.write import write
+    >>> write(table.snapshot, spark.range(10), executor=SparkExecutor(spark))  # doctest: +SKIP
+    WriteResult(version=3, metrics={'numFiles': 2, 'numOutputRows': 10, ...})
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from airflow_provider_delta.core.actions import AddCDCFile, AddFile
+from airflow_provider_delta.core.executor import Executor, RewriteResult
+from airflow_provider_delta.core.read.scan import read_add_file
+from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
+from airflow_provider_delta.core.write.files import conform_to_table
+from airflow_provider_delta.core.write.rows import write_rows
+from airflow_provider_delta.exceptions import SchemaMismatchError
+from airflow_provider_delta.spark.tasks import (
+    RECORD_SCHEMA,
+    collect_records,
+    delta_errors,
+    file_frame,
+    map_in_arrow,
+    records_batch,
+    task_rows,
+)
+from airflow_provider_delta.spark.types import from_spark_schema
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pyspark.sql import DataFrame, SparkSession
+
+    from airflow_provider_delta.core.change_data import ChangeType
+    from airflow_provider_delta.core.executor import ChangeRows, FileRewrite
+    from airflow_provider_delta.core.expressions import Expr
+    from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.write.target import WriteTarget
+
+__all__ = ["SparkExecutor", "TaskHook"]
+
+TaskHook = Callable[[Sequence[AddFile | AddCDCFile]], None]
+"""A callable run in each task after it has written its files, with their actions (tests)."""
+
+
+class SparkExecutor(Executor):
+    """Data work in Spark tasks; ``data`` is a ``pyspark.sql.DataFrame`` (see the module docstring).
+
+    Args:
+        spark: the SparkSession whose executors do the work.
+        task_hook: called in every task after the task wrote its files, with their actions; tests
+            use it to fail an attempt after it wrote (picklable: a module-level function or closure).
+
+    Example:
+        >>> executor = SparkExecutor(spark)                                               # doctest: +SKIP
+        >>> adds = executor.write_files(WriteTarget.of(snapshot), spark.range(5))          # doctest: +SKIP
+    """
+
+    name = "spark"
+
+    def __init__(
+        self, spark: SparkSession, *, task_hook: TaskHook | None = None
+    ) -> None:
+        self.spark = spark
+        self.task_hook = task_hook
+
+    def data_schema(self, data: Any) -> pa.Schema:
+        """The logical Arrow schema of the DataFrame ``data`` (its Spark schema, converted via Delta).
+
+        Raises:
+            SchemaError: a column's Spark type has no Delta equivalent.
+            UnsupportedFeatureError: a column's type needs a table feature this engine lacks.
+        """
+        return to_arrow_schema(from_spark_schema(_frame(data).schema))
+
+    def write_files(
+        self,
+        target: WriteTarget,
+        data: Any,
+        *,
+        data_change: bool = True,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> list[AddFile]:
+        """Write the DataFrame's rows in Spark tasks, one ``write_rows`` per task; return the ``add`` actions.
+
+        Raises:
+            SchemaMismatchError: the DataFrame's columns do not fit the table (checked in the driver
+                before any task runs), or rows do not (nulls in NOT NULL columns, CHECK constraints,
+                ``require``): the tasks fail and nothing is returned to commit.
+        """
+        frame = _frame(data)
+        self._check_fits(target, frame)
+        task = _WriteTask(target, data_change, require, require_text, self.task_hook)
+        records = collect_records(map_in_arrow(frame, task, RECORD_SCHEMA))
+        return [AddFile.from_dict(r["add"]) for r in records]
+
+    def rewrite_files(
+        self, target: WriteTarget, files: Sequence[AddFile], rewrite: FileRewrite, *, record_changes: bool
+    ) -> RewriteResult:
+        """Rewrite the files in Spark tasks; change rows are written there too (``cdc`` actions back)."""
+        result = RewriteResult()
+        if not files:
+            return result
+        task = _RewriteTask(target, rewrite, record_changes, self.task_hook)
+        records = collect_records(map_in_arrow(file_frame(self.spark, files), task, RECORD_SCHEMA))
+        for record in sorted(records, key=lambda r: int(r["index"])):
+            result.removed.append(files[int(record["index"])])
+            result.added.extend(AddFile.from_dict(a) for a in record["added"])
+            if record_changes:
+                result.changes.extend(AddCDCFile.from_dict(c) for c in record["cdc"])
+            for key, value in record["metrics"].items():
+                result.metrics[key] = result.metrics.get(key, 0) + int(value)
+        return result
+
+    def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
+        """Write the DataFrame's rows as change rows of kind ``change_type`` in tasks; their ``cdc`` actions."""
+        frame = _frame(data)
+        self._check_fits(target, frame)
+        task = _ChangeTask(target, change_type, self.task_hook)
+        records = collect_records(map_in_arrow(frame, task, RECORD_SCHEMA))
+        return [AddCDCFile.from_dict(r["cdc"]) for r in records]
+
+    def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
+        """``cdc`` actions of files tasks already wrote, plus any Arrow change tables written here."""
+        written = [c for c in changes if isinstance(c, AddCDCFile)]
+        tables = [c for c in changes if isinstance(c, pa.Table) and c.num_rows]
+        if tables:
+            written += write_change_files(target, pa.concat_tables(tables, promote_options="permissive"))
+        return written
+
+    def read_files(
+        self, target: WriteTarget, files: Sequence[AddFile], *, schema: StructType | None = None
+    ) -> list[pa.Table]:
+        """Not on Spark: it would bring every row to the driver (MERGE on Spark joins in Spark instead).
+
+        Raises:
+            NotImplementedError: always.
+        """
+        raise NotImplementedError(
+            f"Cannot read {len(files)} file(s) of table {target.location!r} into the driver with the Spark "
+            "executor: MERGE on Spark is not implemented yet. Help: run MERGE with the local executor "
+            "(the default), or read the table as a DataFrame with airflow_provider_delta.spark.read_delta"
+        )
+
+    def _check_fits(self, target: WriteTarget, frame: DataFrame) -> None:
+        """Refuse columns that do not fit the table before any task writes a file."""
+        try:
+            conform_to_table(self.data_schema(frame).empty_table(), target.schema)
+        except SchemaMismatchError as err:
+            raise SchemaMismatchError(
+                f"{err} (table {target.location!r}, version {target.version}). Help: select and cast the "
+                "DataFrame's columns to the table schema, or pass schema_mode='merge' to add new columns"
+            ) from err
+
+
+def _frame(data: Any) -> DataFrame:
+    from pyspark.sql import DataFrame
+
+    if not isinstance(data, DataFrame):
+        raise TypeError(
+            f"Cannot write rows: the Spark executor takes a pyspark.sql.DataFrame, found {type(data).__name__}"
+        )
+    return data
+
+
+# ---------------------------------------------------------------------------------------- the tasks
+# Module-level dataclasses: Spark pickles them by reference to this module plus their fields
+# (WriteTarget, bound expressions and FileRewrite dataclasses are picklable), so executors run the
+# same code as the driver.
+
+
+@dataclass(frozen=True)
+class _WriteTask:
+    """``mapInArrow`` function: write the task's rows as data files (one ``write_rows`` call)."""
+
+    target: WriteTarget
+    data_change: bool
+    require: Expr | None
+    require_text: str
+    hook: TaskHook | None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = task_rows(batches)
+        if rows is None:
+            return
+        with delta_errors():
+            adds = write_rows(
+                self.target, rows, data_change=self.data_change, require=self.require, require_text=self.require_text
+            )
+        if self.hook is not None:
+            self.hook(adds)
+        yield records_batch([{"add": a.to_dict()} for a in adds])
+
+
+@dataclass(frozen=True)
+class _ChangeTask:
+    """``mapInArrow`` function: write the task's rows as change rows of one kind."""
+
+    target: WriteTarget
+    change_type: ChangeType
+    hook: TaskHook | None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        rows = task_rows(batches)
+        if rows is None:
+            return
+        with delta_errors():
+            tagged = tag_changes(conform_to_table(rows, self.target.schema), self.change_type)
+            cdc = write_change_files(self.target, tagged)
+        if self.hook is not None:
+            self.hook(cdc)
+        yield records_batch([{"cdc": c.to_dict()} for c in cdc])
+
+
+@dataclass(frozen=True)
+class _RewriteTask:
+    """``mapInArrow`` function over a file frame: rewrite each file of the task through ``rewrite``."""
+
+    target: WriteTarget
+    rewrite: FileRewrite
+    record_changes: bool
+    hook: TaskHook | None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import orjson
+
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                payload = orjson.loads(text)
+                with delta_errors():
+                    record = self._rewrite(AddFile.from_dict(payload["add"]))
+                if record is not None:
+                    yield records_batch([{"index": payload["index"], **record}])
+
+    def _rewrite(self, add: AddFile) -> dict[str, Any] | None:
+        outcome = self.rewrite(add, read_add_file(self.target, add))
+        if outcome is None:
+            return None
+        added = write_rows(self.target, outcome.keep) if outcome.keep.num_rows else []
+        cdc: list[AddCDCFile] = []
+        changes = [t for t in outcome.changes if t.num_rows]
+        if self.record_changes and changes:
+            cdc = write_change_files(self.target, pa.concat_tables(changes, promote_options="permissive"))
+        if self.hook is not None:
+            self.hook([*added, *cdc])
+        return {
+            "added": [a.to_dict() for a in added],
+            "cdc": [c.to_dict() for c in cdc],
+            "metrics": dict(outcome.metrics),
+        }
