@@ -85,9 +85,7 @@ class SparkExecutor(Executor):
 
     name = "spark"
 
-    def __init__(
-        self, spark: SparkSession, *, task_hook: TaskHook | None = None
-    ) -> None:
+    def __init__(self, spark: SparkSession, *, task_hook: TaskHook | None = None) -> None:
         self.spark = spark
         self.task_hook = task_hook
 

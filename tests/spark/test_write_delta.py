@@ -418,8 +418,10 @@ def test_files_are_packed_into_tasks_as_spark_packs_its_scans() -> None:
 
     mb = 1 << 20
     assert file_partitions([], parallelism=2) == []
-    # Small files: about `parallelism` tasks; big ones: one per 128 MB split at most, largest first.
-    assert len(file_partitions([mb] * 100, parallelism=2)) == 2
+    # As Spark: a file costs its size + 4 MB (openCostInBytes); a split is total / parallelism, at most
+    # 128 MB (maxPartitionBytes); big files first, a task closes when the next file would overflow it.
+    assert [len(g) for g in file_partitions([mb] * 10, parallelism=2)] == [5, 5]
+    assert [len(g) for g in file_partitions([mb] * 100, parallelism=2)] == [26, 26, 26, 22]
     assert file_partitions([200 * mb, 10 * mb, 150 * mb], parallelism=2) == [[0], [2], [1]]
 
 
