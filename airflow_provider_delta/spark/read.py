@@ -27,8 +27,8 @@ import pyarrow as pa
 
 from airflow_provider_delta.core.actions import AddFile
 from airflow_provider_delta.core.read.scan import plan_scan, read_file
-from airflow_provider_delta.core.schema.mapping import column_mapping_mode
-from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructField, StructType
+from airflow_provider_delta.core.schema.mapping import column_mapping_mode, without_column_mapping
+from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.spark.tasks import delta_errors, file_frame, map_in_arrow, spark_arrow_schema
@@ -49,7 +49,6 @@ __all__ = ["read_delta"]
 _BATCH_ROWS = 10_000
 # PROTOCOL.md "Column Mapping": delta.columnMapping.id, .physicalName and .nested.ids are the
 # engine's business, not the reader's (Delta on Spark drops them from a DataFrame's schema too).
-_COLUMN_MAPPING_PREFIX = "delta.columnMapping."
 
 
 def read_delta(
@@ -94,7 +93,7 @@ def read_delta(
     snapshot = DeltaTable(location, version=version, timestamp=timestamp, storage_options=storage_options).snapshot
     plan = plan_scan(snapshot, columns=columns, filter=filter)
     by_name = {f.name: f for f in snapshot.schema.fields}
-    result = _without_column_mapping(StructType(tuple(by_name[name] for name in plan.columns)))
+    result = without_column_mapping(StructType(tuple(by_name[name] for name in plan.columns)))
     spark_schema = to_spark_schema(result)
     if not plan.files:
         return spark.createDataFrame([], spark_schema)
@@ -145,23 +144,3 @@ class _ReadTask:
         return table.select(list(plan.columns)).cast(self.arrow_schema)
 
 
-def _without_column_mapping(schema: StructType) -> StructType:
-    """``schema`` without column mapping metadata (ids, physical names), as Delta on Spark shows it."""
-
-    def strip(dt: DataType) -> DataType:
-        if isinstance(dt, StructType):
-            return StructType(tuple(_strip_field(f, strip) for f in dt.fields))
-        if isinstance(dt, ArrayType):
-            return ArrayType(strip(dt.element_type), dt.contains_null)
-        if isinstance(dt, MapType):
-            return MapType(strip(dt.key_type), strip(dt.value_type), dt.value_contains_null)
-        return dt
-
-    result = strip(schema)
-    assert isinstance(result, StructType)
-    return result
-
-
-def _strip_field(f: StructField, strip: Any) -> StructField:
-    metadata = {k: v for k, v in f.metadata.items() if not k.startswith(_COLUMN_MAPPING_PREFIX)}
-    return StructField(f.name, strip(f.type), f.nullable, metadata)

@@ -267,6 +267,30 @@ def _assign_type(
     return dt
 
 
+def without_column_mapping(schema: StructType) -> StructType:
+    """``schema`` without column mapping metadata (ids, physical names) at any depth.
+
+    The schema as Delta on Spark shows it to users, and as a data frame's schema compares to it.
+    """
+
+    def strip(dt: DataType) -> DataType:
+        if isinstance(dt, StructType):
+            return StructType(tuple(
+                StructField(f.name, strip(f.type), f.nullable,
+                            {k: v for k, v in f.metadata.items() if not k.startswith("delta.columnMapping.")})
+                for f in dt.fields
+            ))
+        if isinstance(dt, ArrayType):
+            return ArrayType(strip(dt.element_type), dt.contains_null)
+        if isinstance(dt, MapType):
+            return MapType(strip(dt.key_type), strip(dt.value_type), dt.value_contains_null)
+        return dt
+
+    result = strip(schema)
+    assert isinstance(result, StructType)
+    return result
+
+
 __all__ = [
     "COLUMN_ID_KEY",
     "COLUMN_MAPPING_MAX_ID_KEY",
@@ -281,4 +305,5 @@ __all__ = [
     "physical_name",
     "physical_schema",
     "physical_to_logical_paths",
+    "without_column_mapping",
 ]

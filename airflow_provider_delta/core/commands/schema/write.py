@@ -28,11 +28,10 @@ from airflow_provider_delta.core.commands.schema.update import metadata_with_sch
 from airflow_provider_delta.core.schema.arrow import from_arrow_schema
 from airflow_provider_delta.core.schema.evolution import _SMALL_INTEGERS, as_nullable, merge_schemas
 from airflow_provider_delta.core.schema.mapping import (
-    COLUMN_ID_KEY,
     COLUMN_MAPPING_MAX_ID_KEY,
-    PHYSICAL_NAME_KEY,
     assign_column_mapping,
     column_mapping_mode,
+    without_column_mapping,
 )
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
@@ -169,7 +168,7 @@ def _overwritten(snapshot: Snapshot, schema: StructType, partition_by: Sequence[
                 f"(columns: {', '.join(schema.names)})"
             )
         partitions.append(f.name)
-    same = schema == _without_mapping(snapshot.schema) and tuple(partitions) == snapshot.partition_columns
+    same = schema == without_column_mapping(snapshot.schema) and tuple(partitions) == snapshot.partition_columns
     if same:
         return None
     configuration = dict(snapshot.configuration)
@@ -182,25 +181,6 @@ def _overwritten(snapshot: Snapshot, schema: StructType, partition_by: Sequence[
         snapshot.metadata, schema_string=schema.to_json(), configuration=configuration,
         partition_columns=tuple(partitions),
     )
-
-
-def _without_mapping(schema: StructType) -> StructType:
-    def strip(dt: DataType) -> DataType:
-        if isinstance(dt, StructType):
-            return StructType(tuple(
-                StructField(f.name, strip(f.type), f.nullable,
-                            {k: v for k, v in f.metadata.items() if k not in (COLUMN_ID_KEY, PHYSICAL_NAME_KEY)})
-                for f in dt.fields
-            ))
-        if isinstance(dt, ArrayType):
-            return ArrayType(strip(dt.element_type), dt.contains_null)
-        if isinstance(dt, MapType):
-            return MapType(strip(dt.key_type), strip(dt.value_type), dt.value_contains_null)
-        return dt
-
-    result = strip(schema)
-    assert isinstance(result, StructType)
-    return result
 
 
 def with_metadata(snapshot: Snapshot, metadata: Metadata) -> Snapshot:
