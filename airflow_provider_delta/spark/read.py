@@ -132,15 +132,10 @@ class _ReadTask:
         # logical Arrow types, the filter applied exactly (null drops the row), then the projection.
         plan = self.plan
         table = read_file(self.layout, add, plan, self.mode)
-        wanted = {f.name for f in plan.data_schema} | {f.name for f in plan.partition_fields}
-        read_schema = pa.schema([f for f in plan.output_schema if f.name in wanted])
+        read_schema = plan.read_schema
         if not read_schema.names:  # no column needed (and no filter): only the row count matters
             return int(table.num_rows)
-        table = table.select(read_schema.names).cast(read_schema)
-        if plan.predicate is not None:
-            from airflow_provider_delta.core.expressions import evaluate  # lazy: sqlglot, as in core
-
-            table = table.filter(evaluate(plan.predicate, table), null_selection_behavior="drop")
+        table = plan.filter_rows(table.select(read_schema.names).cast(read_schema))
         return table.select(list(plan.columns)).cast(self.arrow_schema)
 
 

@@ -50,6 +50,20 @@ class ScanPlan:
     predicate: Any
     skipped_files: int
 
+    @property
+    def read_schema(self) -> pa.Schema:
+        """The columns read from each file (data and partition), in schema order, logical types."""
+        wanted = {f.name for f in self.data_schema} | {f.name for f in self.partition_fields}
+        return pa.schema([f for f in self.output_schema if f.name in wanted])
+
+    def filter_rows(self, table: pa.Table) -> pa.Table:
+        """The rows of ``table`` (in :attr:`read_schema`) the predicate keeps (null drops a row)."""
+        if self.predicate is None:
+            return table
+        from airflow_provider_delta.core.expressions import evaluate  # lazy: see plan_scan
+
+        return table.filter(evaluate(self.predicate, table), null_selection_behavior="drop")
+
 
 def _select_columns(schema: StructType, columns: Sequence[str] | None) -> tuple[str, ...]:
     if columns is None:
@@ -227,20 +241,13 @@ def scan_to_arrow(snapshot: Snapshot, *, columns: Sequence[str] | None = None, f
     """Read the snapshot's rows (see the module docstring)."""
     plan = plan_scan(snapshot, columns=columns, filter=filter)
     mode = column_mapping_mode(snapshot.configuration)
-    result_fields = [plan.output_schema.field(n) for n in plan.output_schema.names
-                     if n in {f.name for f in plan.data_schema} or n in {f.name for f in plan.partition_fields}]
-    read_schema = pa.schema(result_fields)
+    read_schema = plan.read_schema
     parts = run_parallel(lambda a: read_file(snapshot, a, plan, mode), plan.files)
     if not read_schema.names:
         return _empty_rows(sum(part.num_rows for part in parts))
     tables = [part.select(read_schema.names).cast(read_schema) for part in parts]
     table = pa.concat_tables(tables) if tables else read_schema.empty_table()
-    if plan.predicate is not None:
-        from airflow_provider_delta.core.expressions import evaluate  # lazy: see plan_scan
-
-        mask = evaluate(plan.predicate, table)
-        table = table.filter(mask, null_selection_behavior="drop")
-    return table.select(list(plan.columns))
+    return plan.filter_rows(table).select(list(plan.columns))
 
 
 def read_add_file(snapshot: TableLayout, add: AddFile) -> pa.Table:
