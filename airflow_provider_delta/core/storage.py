@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -25,6 +26,20 @@ if TYPE_CHECKING:
 
 
 LOG_DIR = "_delta_log"
+
+# LocalStorage writes "<name>.<uuid4 hex>.tmp" (".<name>...": hidden, for commits) beside its target,
+# then links or renames it into place; a process killed in between leaves one behind.
+_TEMPORARY_NAME = re.compile(r"^\.?[^/]+\.[0-9a-f]{32}\.tmp$")
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether ``name`` is a temporary file this module writes before moving it into place.
+
+    Example:
+        >>> is_temporary_name(".00000000000000000003.json.8f14e45fceea167a5a36dedd4bea2543.tmp")
+        True
+    """
+    return _TEMPORARY_NAME.match(name) is not None
 
 
 @dataclass(frozen=True, slots=True)
