@@ -6,6 +6,7 @@ import gc
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from airflow_provider_delta.core.log.context import reading
 from airflow_provider_delta.core.log.file_index import FileIndex
 from airflow_provider_delta.core.log.paths import LogFile, commit_path
 from airflow_provider_delta.core.log.replay import ReplayState, read_commit, replay
@@ -38,15 +39,9 @@ class Snapshot:
 
     def __init__(self, storage: Storage, location: str, segment: LogSegment, state: ReplayState) -> None:
         if state.protocol is None:
-            raise LogCorruptedError(
-                f"Cannot load version {segment.version} of table {location!r}: the log has no protocol action",
-                version=segment.version,
-            )
+            raise _missing_action("protocol", location, segment)
         if state.metadata is None:
-            raise LogCorruptedError(
-                f"Cannot load version {segment.version} of table {location!r}: the log has no metaData action",
-                version=segment.version,
-            )
+            raise _missing_action("metaData", location, segment)
         self.storage = storage
         self.location = location
         self.segment = segment
@@ -58,6 +53,8 @@ class Snapshot:
         self._txns = state.txns
         self._domains = state.domains
         self._last_commit_info = state.last_commit_info
+        self.protocol_source = state.protocol_source
+        self.metadata_source = state.metadata_source
 
     def advance(self, version: int | None = None) -> Snapshot:
         """This table at a newer ``version`` (the latest when None), applying only the new commits.
@@ -81,10 +78,15 @@ class Snapshot:
         if target == self.version:
             return self
         delta = ReplayState(protocol=self.protocol, metadata=self.metadata, txns=dict(self._txns),
-                            domains=dict(self._domains))
+                            domains=dict(self._domains), protocol_source=self.protocol_source,
+                            metadata_source=self.metadata_source, _noted=(self.protocol, self.metadata))
         commits = []
         for v in range(self.version + 1, target + 1):
-            delta.apply_actions(read_commit(self.storage, commit_path(v), v), version=v)
+            path = commit_path(v)
+            actions = read_commit(self.storage, path, v)
+            with reading(self.location, v, path, what="commit"):
+                delta.apply_actions(actions, version=v)
+            delta.note_sources(path)
             commits.append(LogFile(f"{v:020d}.json", "commit", v))
         segment = LogSegment(target, self.segment.checkpoint, self.segment.commits + tuple(commits))
         new = Snapshot.__new__(Snapshot)
@@ -94,6 +96,7 @@ class Snapshot:
         new._files = self._files.updated(delta.files.items(), delta.tombstones.keys())
         new._tombstones = self._tombstones.updated(delta.tombstones.items(), delta.files.keys())
         new._txns, new._domains, new._last_commit_info = delta.txns, delta.domains, delta.last_commit_info
+        new.protocol_source, new.metadata_source = delta.protocol_source, delta.metadata_source
         if new.protocol is not self.protocol:
             new.check_readable()
         return new
@@ -101,13 +104,16 @@ class Snapshot:
     @cached_property
     def schema(self) -> StructType:
         """The table's logical schema."""
+        source = self.metadata_source
         if not self.metadata.schema_string:
             raise LogCorruptedError(
                 f"Cannot read the schema of table {self.location!r} at version {self.version}: "
-                "metaData has no schemaString",
+                f"metaData has no schemaString (in {source!r})",
                 version=self.version,
+                path=source,
             )
-        return schema_from_json(self.metadata.schema_string)
+        with reading(self.location, self.version, source, what="metaData of"):
+            return schema_from_json(self.metadata.schema_string)
 
     @property
     def partition_columns(self) -> tuple[str, ...]:
@@ -156,7 +162,23 @@ class Snapshot:
 
     def check_readable(self) -> None:
         """Raise ``UnsupportedFeatureError`` unless the engine can read this table's data."""
-        check_readable(self.protocol, location=self.location, version=self.version)
+        with reading(self.location, self.version, self.protocol_source, what="protocol of"):
+            check_readable(self.protocol, location=self.location, version=self.version)
+
+
+def _missing_action(action: str, location: str, segment: LogSegment) -> LogCorruptedError:
+    parts = []
+    if segment.checkpoint is not None:
+        parts.append(segment.checkpoint.files[0].path)
+    if segment.commits:
+        first, last = segment.commits[0], segment.commits[-1]
+        parts.append(first.path if first is last else f"{first.path} to {last.path}")
+    return LogCorruptedError(
+        f"Cannot load version {segment.version} of table {location!r}: the log has no {action} action "
+        f"(replayed {' and '.join(parts) or 'nothing'})",
+        version=segment.version,
+        path=segment.commits[-1].path if segment.commits else None,
+    )
 
 
 def _promote_young_objects() -> None:
@@ -187,7 +209,7 @@ def load_snapshot(storage: Storage, location: str, version: int | None = None) -
     gc_was_enabled = gc.isenabled()
     gc.disable()
     try:
-        state = replay(storage, segment)
+        state = replay(storage, segment, location=location)
     finally:
         if gc_was_enabled:
             _promote_young_objects()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import posixpath
 import re
 import uuid
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow.fs as pafs
 
-from airflow_provider_delta.exceptions import DeltaError, TableNotFoundError
+from airflow_provider_delta.exceptions import DataFileError, TableNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -30,6 +31,29 @@ LOG_DIR = "_delta_log"
 # LocalStorage writes "<name>.<uuid4 hex>.tmp" (".<name>...": hidden, for commits) beside its target,
 # then links or renames it into place; a process killed in between leaves one behind.
 _TEMPORARY_NAME = re.compile(r"^\.?[^/]+\.[0-9a-f]{32}\.tmp$")
+
+
+def is_inside(root: str, path: str) -> bool:
+    """Whether ``path`` (already resolved, ``..`` allowed) lies inside the folder ``root``.
+
+    Readers open only files inside the table: a log naming ``../x`` or an absolute path elsewhere
+    must not make them read (or a cleanup delete) another table's or the system's files.
+
+    Example:
+        >>> is_inside("/data/t", "/data/t/p=1/../f.parquet"), is_inside("/data/t", "/data/t/../u/f.parquet")
+        (True, False)
+    """
+    root = posixpath.normpath(root.replace(os.sep, "/"))
+    path = posixpath.normpath(path.replace(os.sep, "/"))
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _outside_error(path: str, root: str) -> DataFileError:
+    return DataFileError(
+        f"Cannot open {path!r}: it is outside the table root {root!r} (readers open only the table's own "
+        "files; tables whose files live elsewhere, such as shallow clones, are not supported)",
+        path=path,
+    )
 
 
 def is_temporary_name(name: str) -> bool:
@@ -180,15 +204,25 @@ class LocalStorage:
             os.unlink(self._abs(relative_path))
 
     def resolve(self, path: str) -> str:
-        """Turn a log path (relative URI-encoded, or absolute URI) into a local path."""
+        """Turn a log path (relative URI-encoded, or absolute URI) into a local path inside the table.
+
+        Raises:
+            DataFileError: the path names another scheme or resolves outside the table root.
+        """
         if "://" in path or path.startswith("file:"):
             parsed = urlparse(path)
             if parsed.scheme not in ("file", ""):
-                raise DeltaError(f"Cannot open {path!r}: a local table cannot reference {parsed.scheme!r} files")
-            return unquote(parsed.path)
-        if path.startswith("/"):
-            return _decode_relative(path)
-        return os.path.join(self.root, _decode_relative(path))
+                raise DataFileError(
+                    f"Cannot open {path!r}: a local table cannot reference {parsed.scheme!r} files", path=path
+                )
+            local = unquote(parsed.path)
+        elif path.startswith("/"):
+            local = _decode_relative(path)
+        else:
+            local = os.path.join(self.root, _decode_relative(path))
+        if not is_inside(self.root, local):
+            raise _outside_error(path, self.root)
+        return local
 
     def arrow_filesystem(self) -> pafs.FileSystem:
         """The local pyarrow file system."""
@@ -260,15 +294,32 @@ class ArrowFileSystemStorage:
             self.fs.delete_file(self._abs(relative_path))
 
     def resolve(self, path: str) -> str:
-        """Turn a log path into a path on this file system."""
+        """Turn a log path into a path on this file system, inside the table.
+
+        Raises:
+            DataFileError: the path names another scheme or resolves outside the table root.
+        """
         if "://" in path:
             parsed = urlparse(path)
-            return unquote(f"{parsed.netloc}{parsed.path}")
-        return self._abs(_decode_relative(path))
+            if _canonical_scheme(parsed.scheme) != _canonical_scheme(self.scheme):
+                raise DataFileError(
+                    f"Cannot open {path!r}: a {self.scheme!r} table cannot reference {parsed.scheme!r} files",
+                    path=path,
+                )
+            full = unquote(f"{parsed.netloc}{parsed.path}")
+        else:
+            full = self._abs(_decode_relative(path))
+        if not is_inside(self.root, full):
+            raise _outside_error(path, self.root)
+        return full
 
     def arrow_filesystem(self) -> pafs.FileSystem:
         """The wrapped pyarrow file system."""
         return self.fs
+
+
+def _canonical_scheme(scheme: str) -> str:
+    return "s3" if scheme in ("s3a", "s3n") else scheme
 
 
 def storage_for(location: str, storage_options: Mapping[str, str] | None = None) -> Storage:

@@ -23,6 +23,7 @@ from airflow_provider_delta.core.actions import (
     SetTransaction,
 )
 from airflow_provider_delta.core.log.checkpoint_read import apply_checkpoint
+from airflow_provider_delta.core.log.context import reading
 from airflow_provider_delta.exceptions import LogCorruptedError
 
 if TYPE_CHECKING:
@@ -35,21 +36,31 @@ FileKey = tuple[str, "str | None"]
 
 
 def parse_commit(data: bytes, *, path: str = "", version: int | None = None) -> list[dict[str, Any]]:
-    """The action objects of one commit file (newline-delimited JSON)."""
+    """The action objects of one commit file (newline-delimited JSON objects).
+
+    Raises:
+        LogCorruptedError: the file is not valid JSON, or a line is not a JSON object.
+    """
     try:
         body = data.strip()
         if not body:
             return []
-        if b"\n" not in body:
-            return [orjson.loads(body)]
-        parsed: list[dict[str, Any]] = orjson.loads(
-            b"[" + b",".join(line for line in body.splitlines() if line.strip()) + b"]"
-        )
-        return parsed
+        # One parse per line: joining the lines into one JSON array would let a line break inside a
+        # string (a corrupt commit) join two broken lines into one valid value.
+        parsed: list[Any] = [orjson.loads(line) for line in body.splitlines() if line.strip()]
     except orjson.JSONDecodeError as err:
         raise LogCorruptedError(
             f"Cannot read commit {path or version!r}: invalid JSON ({err})", version=version, path=path
         ) from err
+    for i, action in enumerate(parsed):
+        if not isinstance(action, dict):
+            raise LogCorruptedError(
+                f"Cannot read commit {path or version!r}: action {i + 1} is a JSON "
+                f"{type(action).__name__}, not an object",
+                version=version,
+                path=path,
+            )
+    return parsed
 
 
 def read_commit(storage: Storage, path: str, version: int) -> list[dict[str, Any]]:
@@ -58,9 +69,18 @@ def read_commit(storage: Storage, path: str, version: int) -> list[dict[str, Any
         data = storage.read_bytes(path)
     except FileNotFoundError:
         raise LogCorruptedError(
-            f"Cannot read commit {version}: {path!r} is missing (the log has a gap)", version=version, path=path
+            f"Cannot read commit {version} of table {storage.root!r}: {path!r} is missing (the log has a gap)",
+            version=version,
+            path=path,
         ) from None
-    return parse_commit(data, path=path, version=version)
+    except (IsADirectoryError, NotADirectoryError) as err:
+        raise LogCorruptedError(
+            f"Cannot read commit {version} of table {storage.root!r}: {path!r} is not a file ({err})",
+            version=version,
+            path=path,
+        ) from err
+    with reading(storage.root, version, path, what="commit"):
+        return parse_commit(data, path=path, version=version)
 
 
 def commit_info_of(actions: Iterable[dict[str, Any]]) -> CommitInfo | None:
@@ -83,6 +103,18 @@ class ReplayState:
     txns: dict[str, SetTransaction] = field(default_factory=dict)
     domains: dict[str, DomainMetadata] = field(default_factory=dict)
     last_commit_info: CommitInfo | None = None
+    # The log files the protocol and metaData in force came from (named in errors about them).
+    protocol_source: str | None = None
+    metadata_source: str | None = None
+    _noted: tuple[object, object] = field(default=(None, None), repr=False)
+
+    def note_sources(self, path: str) -> None:
+        """Record ``path`` as the source of the protocol and metaData if the file just replayed set them."""
+        if self.protocol is not self._noted[0]:
+            self.protocol_source = path
+        if self.metadata is not self._noted[1]:
+            self.metadata_source = path
+        self._noted = (self.protocol, self.metadata)
 
     def add_files(self, adds: Iterable[AddFile]) -> None:
         """Record adds (from a checkpoint, where no key repeats)."""
@@ -117,7 +149,7 @@ class ReplayState:
         tombstones = self.tombstones
         for action in actions:
             if not isinstance(action, dict):
-                raise LogCorruptedError(f"Cannot read commit {version}: a line is not a JSON object",
+                raise LogCorruptedError(f"Cannot read commit {version}: an action is not a JSON object",
                                         version=version)
             add = action.get("add")
             if add is not None:
@@ -151,11 +183,21 @@ class ReplayState:
         del version
 
 
-def replay(storage: Storage, segment: LogSegment) -> ReplayState:
-    """Replay ``segment`` (checkpoint, then its commits in order) into a fresh state."""
+def replay(storage: Storage, segment: LogSegment, *, location: str = "") -> ReplayState:
+    """Replay ``segment`` (checkpoint, then its commits in order) into a fresh state.
+
+    Errors name the table (``location``, default the storage root), the version and the file.
+    """
+    table = location or storage.root
     state = ReplayState()
     if segment.checkpoint is not None:
-        apply_checkpoint(state, storage, segment.checkpoint)
+        checkpoint = segment.checkpoint
+        with reading(table, checkpoint.version, checkpoint.files[0].path, what="checkpoint file"):
+            apply_checkpoint(state, storage, checkpoint)
+        state.note_sources(checkpoint.files[0].path)
     for lf in segment.commits:
-        state.apply_actions(read_commit(storage, lf.path, lf.version), version=lf.version)
+        actions = read_commit(storage, lf.path, lf.version)
+        with reading(table, lf.version, lf.path, what="commit"):
+            state.apply_actions(actions, version=lf.version)
+        state.note_sources(lf.path)
     return state

@@ -75,9 +75,23 @@ class LogListing:
         starts = sorted({c.version for c in self.checkpoints} | ({0} if 0 in self.commits else set()))
         for start in starts:
             first_commit = start + 1 if start in {c.version for c in self.checkpoints} else start
-            if all(v in self.commits for v in range(first_commit, latest + 1)):
+            if self.first_missing(first_commit, latest) is None:
                 return start
         return None
+
+    def first_missing(self, first: int, last: int) -> int | None:
+        """The first version in ``first..last`` without a commit file, or None (cost: the listed commits)."""
+        if last < first:
+            return None
+        present = sorted(v for v in self.commits if first <= v <= last)
+        if len(present) == last - first + 1:
+            return None
+        expected = first
+        for v in present:
+            if v != expected:
+                return expected
+            expected += 1
+        return expected
 
 
 def read_last_checkpoint(storage: Storage) -> dict[str, Any] | None:
@@ -182,6 +196,7 @@ def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
         return None
     checkpoint, latest = found
     if version is None:
+        _refuse_commits_beyond_a_gap(storage, latest)
         version = latest
     elif version > latest:
         return None  # let the listing decide (and raise with the true bounds)
@@ -189,6 +204,27 @@ def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
         LogFile(f"{v:020d}.json", "commit", v) for v in range(checkpoint.version + 1, version + 1)
     )
     return LogSegment(version, checkpoint, commits)
+
+
+def _refuse_commits_beyond_a_gap(storage: Storage, latest: int) -> None:
+    """Probing finds the newest of the contiguous commits; a commit file after a missing one means a gap.
+
+    Commits that appear meanwhile are contiguous (each writer puts the next version), so only a
+    version missing among the listed ones is a gap.
+    """
+    newer = sorted(
+        lf.version
+        for info in storage.list_dir(LOG_DIR, start_after=f"{latest:020d}.json")
+        if (lf := parse_log_name(info.name)) is not None and lf.kind == "commit" and lf.version > latest
+    )
+    for expected, found in enumerate(newer, start=latest + 1):
+        if found != expected:
+            raise LogCorruptedError(
+                f"Cannot load table {storage.root!r}: the log has a gap after version {latest}, commit "
+                f"{expected} is missing ({commit_path(expected)}) but {commit_path(found)} exists",
+                version=expected,
+                path=commit_path(expected),
+            )
 
 
 def segment_from_listing(listing: LogListing, version: int | None, *, location: str) -> LogSegment:
@@ -216,27 +252,29 @@ def segment_from_listing(listing: LogListing, version: int | None, *, location: 
     usable = [c for c in listing.checkpoints if c.version <= target]
     checkpoint = usable[-1] if usable else None
     first = checkpoint.version + 1 if checkpoint is not None else 0
-    missing = [v for v in range(first, target + 1) if v not in listing.commits]
-    if missing:
+    missing = listing.first_missing(first, target)
+    if missing is not None:
         earliest = listing.earliest_recoverable_version()
         if earliest is not None and target < earliest:
             raise VersionNotFoundError(
-                f"Cannot load version {target} of table {location!r}: its commits were cleaned up; the "
-                f"earliest recoverable version is {earliest}",
+                f"Cannot load version {target} of table {location!r}: its commits were cleaned up "
+                f"({commit_path(missing)} is gone); the earliest recoverable version is {earliest}",
                 version=target,
                 earliest=earliest,
                 latest=latest,
             )
-        if checkpoint is None and 0 in missing and earliest is None:
+        if checkpoint is None and missing == 0 and earliest is None:
             raise LogCorruptedError(
-                f"Cannot load table {location!r}: commit 0 is missing and no checkpoint covers the "
-                f"earliest commits (first commit found: {min(listing.commits)})",
+                f"Cannot load version {target} of table {location!r}: commit 0 is missing ({commit_path(0)}) "
+                f"and no checkpoint covers the earliest commits (first commit found: {min(listing.commits)})",
                 version=0,
+                path=commit_path(0),
             )
         raise LogCorruptedError(
             f"Cannot load version {target} of table {location!r}: the log has a gap, commit "
-            f"{missing[0]} is missing",
-            version=missing[0],
+            f"{missing} is missing ({commit_path(missing)})",
+            version=missing,
+            path=commit_path(missing),
         )
     commits = tuple(listing.commits[v] for v in range(first, target + 1))
     return LogSegment(target, checkpoint, commits, listing)

@@ -54,6 +54,7 @@ from airflow_provider_delta.core.change_data import (
     CHANGE_TYPE,
     cdf_enabled,
 )
+from airflow_provider_delta.core.log.context import reading
 from airflow_provider_delta.core.log.history import ict_enablement_version, to_epoch_millis
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import commit_info_of, read_commit
@@ -76,6 +77,7 @@ from airflow_provider_delta.core.snapshot import load_snapshot
 from airflow_provider_delta.exceptions import (
     ChangeDataNotRecordedError,
     ChangeDataSchemaError,
+    DataFileError,
     DeltaError,
     VersionNotFoundError,
 )
@@ -393,7 +395,13 @@ class _Commit:
 
 def _load_commit(storage: Storage, version: int) -> _Commit:
     commit = _Commit(version)
-    for raw in read_commit(storage, commit_path(version), version):
+    path = commit_path(version)
+    with reading(storage.root, version, path, what="commit"):
+        return _commit_of(commit, read_commit(storage, path, version))
+
+
+def _commit_of(commit: _Commit, actions: list[dict[str, Any]]) -> _Commit:
+    for raw in actions:
         action = action_from_dict(raw)
         if isinstance(action, AddCDCFile):
             commit.cdc.append(action)
@@ -636,7 +644,9 @@ def _read_dv_change(read: Snapshot, remove: RemoveFile, add: AddFile) -> pa.Tabl
     def deleted(dv: Mapping[str, Any] | None) -> np.ndarray[Any, Any]:
         if not dv:
             return np.empty(0, dtype=np.uint64)
-        return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), read.storage.root)
+        with reading(read.location, read.version, add.path, what="deletion vector of data file",
+                     error=lambda message, version, path: DataFileError(message, path=path)):
+            return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), read.storage.root)
 
     before, after = deleted(remove.deletion_vector), deleted(add.deletion_vector)
     rows = _read_rows(read, add, keep_deleted=True)

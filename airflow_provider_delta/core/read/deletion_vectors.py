@@ -40,6 +40,7 @@ import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap
 
+from airflow_provider_delta.core.storage import is_inside
 from airflow_provider_delta.exceptions import DataFileError, LogCorruptedError
 
 if TYPE_CHECKING:
@@ -282,21 +283,29 @@ class DeletionVectorDescriptor:
 
         Raises:
             ValueError: The DV is inline and has no file.
-            DataFileError: The encoded UUID is not valid Z85.
+            DataFileError: The encoded UUID is not valid Z85, or the path is outside the table root.
         """
         if self.storage_type == "i":
             raise ValueError("Cannot resolve the path of an inline deletion vector: it is stored in the log")
         if self.storage_type == "p":
-            return _resolve_path_uri(self.path_or_inline_dv, table_root)
-        prefix = self.path_or_inline_dv[:-_UUID_Z85_LENGTH]
-        try:
-            dv_uuid = uuid.UUID(bytes=z85_decode(self.path_or_inline_dv[-_UUID_Z85_LENGTH:]))
-        except ValueError as err:
+            path = _resolve_path_uri(self.path_or_inline_dv, table_root)
+        else:
+            prefix = self.path_or_inline_dv[:-_UUID_Z85_LENGTH]
+            try:
+                dv_uuid = uuid.UUID(bytes=z85_decode(self.path_or_inline_dv[-_UUID_Z85_LENGTH:]))
+            except ValueError as err:
+                raise DataFileError(
+                    f"Cannot read deletion vector {self.unique_id!r}: invalid encoded UUID ({err})"
+                ) from err
+            name = f"deletion_vector_{dv_uuid}.bin"
+            path = _join(table_root, f"{prefix}/{name}" if prefix else name)
+        if not _inside_table(table_root, path):
             raise DataFileError(
-                f"Cannot read deletion vector {self.unique_id!r}: invalid encoded UUID ({err})"
-            ) from err
-        name = f"deletion_vector_{dv_uuid}.bin"
-        return _join(table_root, f"{prefix}/{name}" if prefix else name)
+                f"Cannot read deletion vector {_short_id(self)}: {path!r} is outside the table root "
+                f"{table_root!r}",
+                path=path,
+            )
+        return path
 
     @property
     def inline_data(self) -> bytes:
@@ -335,6 +344,14 @@ def _join(table_root: str, relative: str) -> str:
     if _has_uri_scheme(root):
         return f"{root.rstrip('/')}/{relative}"
     return os.path.join(root, *relative.split("/"))
+
+
+def _inside_table(table_root: str, path: str) -> bool:
+    root = _to_local(table_root)
+    if not _has_uri_scheme(root):
+        return not _has_uri_scheme(path) and is_inside(root, path)
+    r, p = urlsplit(root), urlsplit(path)
+    return (r.scheme, r.netloc) == (p.scheme, p.netloc) and is_inside(r.path or "/", p.path or "/")
 
 
 def _resolve_path_uri(path: str, table_root: str) -> str:

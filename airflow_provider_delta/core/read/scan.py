@@ -16,6 +16,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from airflow_provider_delta.core.log.context import reading
 from airflow_provider_delta.core.parallel import run_parallel
 from airflow_provider_delta.core.partitions import decode_partition_value, partition_column
 from airflow_provider_delta.core.read.deletion_vectors import (
@@ -194,7 +195,21 @@ def _file_columns(pf: pq.ParquetFile, data_schema: StructType, mode: ColumnMappi
 
 
 def read_file(snapshot: TableLayout, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
-    """The live rows of one file as ``plan`` reads them: its data columns, then its partition columns."""
+    """The live rows of one file as ``plan`` reads them: its data columns, then its partition columns.
+
+    Raises:
+        DataFileError: the file (or its deletion vector or partition values) is missing, outside the
+            table, or unreadable; the message names the table, the version and the file.
+    """
+    with reading(snapshot.location, snapshot.version, add.path, what="data file", error=_data_file_error):
+        return _read_file(snapshot, add, plan, mode)
+
+
+def _data_file_error(message: str, version: int | None, path: str | None) -> DataFileError:
+    return DataFileError(message, path=path)
+
+
+def _read_file(snapshot: TableLayout, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
     storage = snapshot.storage
     path = storage.resolve(add.path)
     try:

@@ -246,17 +246,33 @@ def test_relative_path_without_prefix_sits_in_the_table_root() -> None:
 
 
 @pytest.mark.parametrize(
-    ("path", "expected"),
+    ("root", "path", "expected"),
     [
-        ("s3://mytable/deletion_vector_d2c639aa.bin", "s3://mytable/deletion_vector_d2c639aa.bin"),
-        ("file:///data/my%20table/dv.bin", "/data/my table/dv.bin"),
-        ("file:/data/t/dv.bin", "/data/t/dv.bin"),
-        ("/data/my%20table/dv.bin", "/data/my table/dv.bin"),
-        ("sub/dv%3A1.bin", "/root/sub/dv:1.bin"),
+        ("s3://mytable", "s3://mytable/deletion_vector_d2c639aa.bin", "s3://mytable/deletion_vector_d2c639aa.bin"),
+        ("/data/my table", "file:///data/my%20table/dv.bin", "/data/my table/dv.bin"),
+        ("/data/t", "file:/data/t/dv.bin", "/data/t/dv.bin"),
+        ("/data/my table", "/data/my%20table/dv.bin", "/data/my table/dv.bin"),
+        ("/root", "sub/dv%3A1.bin", "/root/sub/dv:1.bin"),
     ],
 )
-def test_absolute_path_descriptor_decodes_uris(path: str, expected: str) -> None:
-    assert DeletionVectorDescriptor("p", path, 1, 34, 1).absolute_path("/root") == expected
+def test_absolute_path_descriptor_decodes_uris(root: str, path: str, expected: str) -> None:
+    assert DeletionVectorDescriptor("p", path, 1, 34, 1).absolute_path(root) == expected
+
+
+@pytest.mark.parametrize(
+    ("storage", "path"),
+    [
+        ("p", "/etc/dv.bin"),
+        ("p", "file:///data/other/dv.bin"),
+        ("p", "../other/dv.bin"),
+        ("p", "s3://mytable/dv.bin"),
+        ("u", "../../" + "vBn[lx{q8@P<9BNH/isA"),
+    ],
+)
+def test_a_descriptor_outside_the_table_root_is_refused(storage: str, path: str) -> None:
+    d = DeletionVectorDescriptor(storage, path, 1, 34, 1)  # type: ignore[arg-type]
+    with pytest.raises(DataFileError, match="outside the table root"):
+        d.absolute_path("/data/t")
 
 
 def test_inline_descriptor_has_no_path() -> None:
