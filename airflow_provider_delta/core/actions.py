@@ -28,6 +28,18 @@ def _require(d: Mapping[str, Any], key: str, action: str) -> Any:
         raise LogCorruptedError(f"Cannot read {action} action: required field {key!r} is missing") from None
 
 
+def _partition_columns(value: Any) -> tuple[str, ...]:
+    # PROTOCOL.md "Change Metadata": partitionColumns is a required array of column names. Defaulting a
+    # missing one to none would read a partitioned table's partition columns as nulls.
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)) or not all(isinstance(c, str) for c in value):
+        raise LogCorruptedError(
+            f"Cannot read metaData action: partitionColumns must be an array of names, found {value!r}"
+        )
+    return tuple(value)
+
+
 def dv_unique_id(dv: Mapping[str, Any] | None) -> str | None:
     """The protocol's unique id of a deletion vector descriptor (storageType + pathOrInlineDv [+ @offset])."""
     if not dv:
@@ -111,7 +123,7 @@ class Metadata:
         return cls(
             id=str(_require(d, "id", "metaData")),
             schema_string=d.get("schemaString") or "",
-            partition_columns=tuple(d.get("partitionColumns") or ()),
+            partition_columns=_partition_columns(_require(d, "partitionColumns", "metaData")),
             configuration={str(k): str(v) if v is not None else "" for k, v in dict(conf).items()},
             name=d.get("name"),
             description=d.get("description"),

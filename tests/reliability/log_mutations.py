@@ -177,7 +177,8 @@ _REQUIRED = {
     "cdc": ["path", "size", "partitionValues"],
 }
 _NEEDED_TO_READ = {
-    "add.path", "remove.path", "cdc.path", "metaData.schemaString", "protocol.minReaderVersion",
+    "add.path", "remove.path", "cdc.path", "metaData.schemaString", "metaData.partitionColumns",
+    "protocol.minReaderVersion",
 }
 _OPTIONAL = {"add": ["stats", "tags"], "remove": ["deletionTimestamp", "size", "extendedFileMetadata"],
              "metaData": ["name", "description", "createdTime"]}
