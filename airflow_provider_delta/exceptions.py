@@ -203,6 +203,14 @@ class JobSpecError(ValueError, DeltaError):
     """A Spark job's JSON spec or result is malformed (unknown job, missing table, bad option)."""
 
 
+class ExecutorEnvironmentError(DeltaError):
+    """Spark's executors cannot run the data plane: their Python lacks pyarrow or this package."""
+
+    def __init__(self, message: str, *, module: str | None = None) -> None:
+        super().__init__(message)
+        self.module = module
+
+
 __all__ = [
     "ChangeDataFeedError",
     "ChangeDataNotRecordedError",
@@ -217,6 +225,7 @@ __all__ = [
     "DataFileError",
     "DeltaConcurrentModificationException",
     "DeltaError",
+    "ExecutorEnvironmentError",
     "JobSpecError",
     "LogCorruptedError",
     "MergeError",

@@ -42,6 +42,7 @@ from airflow_provider_delta.core.write.changes import tag_changes, write_change_
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
 from airflow_provider_delta.exceptions import SchemaMismatchError
+from airflow_provider_delta.spark.environment import require_executor_environment
 from airflow_provider_delta.spark.tasks import (
     RECORD_SCHEMA,
     collect_records,
@@ -86,6 +87,7 @@ class SparkExecutor(Executor):
     name = "spark"
 
     def __init__(self, spark: SparkSession, *, task_hook: TaskHook | None = None) -> None:
+        require_executor_environment(spark)
         self.spark = spark
         self.task_hook = task_hook
 

@@ -31,6 +31,7 @@ from airflow_provider_delta.core.schema.mapping import column_mapping_mode, with
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.core.write.target import WriteTarget
+from airflow_provider_delta.spark.environment import require_executor_environment
 from airflow_provider_delta.spark.tasks import delta_errors, file_frame, map_in_arrow, spark_arrow_schema
 from airflow_provider_delta.spark.types import to_spark_schema
 
@@ -97,6 +98,7 @@ def read_delta(
     spark_schema = to_spark_schema(result)
     if not plan.files:
         return spark.createDataFrame([], spark_schema)
+    require_executor_environment(spark)
     task = _ReadTask(
         layout=WriteTarget.of(snapshot),
         plan=dataclasses.replace(plan, files=()),  # the files travel as rows, not with every task

@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from airflow_provider_delta import exceptions
 from airflow_provider_delta.exceptions import DeltaError
+from airflow_provider_delta.spark.environment import raise_for_executor_environment
 from airflow_provider_delta.spark.types import to_spark_schema
 
 if TYPE_CHECKING:
@@ -137,12 +138,14 @@ def collect_records(frame: DataFrame) -> list[dict[str, Any]]:
 
     Raises:
         DeltaError: a task raised one (same type and message; see :func:`reraise_task_error`).
+        ExecutorEnvironmentError: an executor's Python could not import pyarrow or this package.
     """
     try:
         with _quiet_pandas_warning():
             rows = frame.collect()
     except Exception as err:
         reraise_task_error(err)
+        raise_for_executor_environment(err)
         raise
     return [orjson.loads(row[0]) for row in rows]
 
