@@ -122,6 +122,27 @@ class SparkExecutor(Executor):
         records = collect_records(map_in_arrow(frame, task, RECORD_SCHEMA))
         return [AddFile.from_dict(r["add"]) for r in records]
 
+    def write_files_and_changes(
+        self,
+        target: WriteTarget,
+        data: Any,
+        change_type: ChangeType,
+        *,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> tuple[list[AddFile], list[ChangeRows]]:
+        """One pass over the DataFrame: each task writes its rows as data files and as change rows.
+
+        Raises:
+            SchemaMismatchError: as :meth:`write_files`.
+        """
+        frame = _frame(data)
+        self._check_fits(target, frame)
+        task = _WriteTask(target, True, require, require_text, self.task_hook, change_type)
+        records = collect_records(map_in_arrow(frame, task, RECORD_SCHEMA))
+        adds = [AddFile.from_dict(r["add"]) for r in records if "add" in r]
+        return adds, [AddCDCFile.from_dict(r["cdc"]) for r in records if "cdc" in r]
+
     def rewrite_files(
         self, target: WriteTarget, files: Sequence[AddFile], rewrite: FileRewrite, *, record_changes: bool
     ) -> RewriteResult:
@@ -199,25 +220,31 @@ def _frame(data: Any) -> DataFrame:
 
 @dataclass(frozen=True)
 class _WriteTask:
-    """``mapInArrow`` function: write the task's rows as data files (one ``write_rows`` call)."""
+    """``mapInArrow`` function: write the task's rows as data files (one ``write_rows`` call), and as
+    change rows of ``change_type`` too when it is set."""
 
     target: WriteTarget
     data_change: bool
     require: Expr | None
     require_text: str
     hook: TaskHook | None
+    change_type: ChangeType | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = task_rows(batches)
         if rows is None:
             return
+        cdc: list[AddCDCFile] = []
         with delta_errors():
             adds = write_rows(
                 self.target, rows, data_change=self.data_change, require=self.require, require_text=self.require_text
             )
+            if self.change_type is not None:
+                tagged = tag_changes(conform_to_table(rows, self.target.schema), self.change_type)
+                cdc = write_change_files(self.target, tagged)
         if self.hook is not None:
-            self.hook(adds)
-        yield records_batch([{"add": a.to_dict()} for a in adds])
+            self.hook([*adds, *cdc])
+        yield records_batch([{"add": a.to_dict()} for a in adds] + [{"cdc": c.to_dict()} for c in cdc])
 
 
 @dataclass(frozen=True)

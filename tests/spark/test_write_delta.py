@@ -13,11 +13,13 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
+import os
 import shutil
 from typing import TYPE_CHECKING, Any
 
 import deltalake
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from pyspark.sql import types as st
 
@@ -266,6 +268,21 @@ def test_replace_where_on_a_cdf_table_records_the_same_changes_as_the_local_engi
     assert list((spark_copy / "_change_data").rglob("*.parquet"))
     rs = pa.table(deltalake.DeltaTable(str(spark_copy)).load_cdf(starting_version=2).read_all())
     same_rows(rs.select(["id", "part", "value", "_change_type", "_commit_version"]), changes_of(spark_copy, 2))
+
+
+def test_replace_where_with_change_data_takes_the_dataframe_once(spark_utc: SparkSession, tmp_path: Path) -> None:
+    # A value drawn from os.urandom differs at each evaluation: the data files and the insert change rows
+    # hold the same values only if both were written from one pass over the DataFrame.
+    from pyspark.sql import functions as F
+
+    draw = F.udf(lambda: float(int.from_bytes(os.urandom(4), "big")), "double").asNondeterministic()
+    path = cdf_table(tmp_path / "t")
+    frame = spark_utc.range(100, 110).select(F.col("id"), F.lit("a").alias("part"), draw().alias("value"))
+    write_delta(frame, str(path), mode="overwrite", predicate="value >= 0")
+    written = DeltaTable(str(path)).to_arrow().select(["id", "value"])
+    inserted = changes_of(path, 2).filter(pc.equal(pc.field("_change_type"), "insert")).select(["id", "value"])
+    same_rows(inserted, written)
+    assert written.num_rows == 10
 
 
 def test_delete_and_update_with_the_spark_executor_match_the_local_engine(

@@ -8,7 +8,8 @@ step that touches rows to an :class:`Executor`:
 - ``rewrite_files``: read these files, pass each one's live rows through a :data:`FileRewrite`
   function, write what it keeps as new data files, and return the actions and counters;
 - ``change_rows`` / ``write_changes``: these rows as change data of one kind; write collected change
-  rows as ``_change_data`` files and return their ``cdc`` actions;
+  rows as ``_change_data`` files and return their ``cdc`` actions (``write_files_and_changes``: data
+  files and change rows from one pass over the rows);
 - ``read_files``: these files' live rows as Arrow (the MERGE target);
 - ``data_schema``: the Arrow schema of the rows an engine was given (for schema evolution).
 
@@ -115,6 +116,23 @@ class Executor(ABC):
     @abstractmethod
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """``data`` (rows about to be written) as change rows of kind ``change_type``."""
+
+    def write_files_and_changes(
+        self,
+        target: WriteTarget,
+        data: Any,
+        change_type: ChangeType,
+        *,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> tuple[list[AddFile], list[ChangeRows]]:
+        """``write_files`` and ``change_rows`` of the same rows; an engine may take the rows only once.
+
+        The default takes them twice (free for rows in memory); an engine whose rows are computed on
+        demand (a Spark DataFrame) writes both from one pass, so both hold exactly the same rows.
+        """
+        adds = self.write_files(target, data, require=require, require_text=require_text)
+        return adds, self.change_rows(target, data, change_type)
 
     @abstractmethod
     def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
