@@ -14,13 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.commands.delete import bound_predicate, matches, operation_predicate
 from airflow_provider_delta.core.executor import LocalExecutor, RowRewrite
-from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression
+from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression, spread
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.changes import tag_changes
@@ -52,15 +53,19 @@ class UpdateRows:
         if self.predicate is not None:
             mask = matches(self.predicate, rows)
         else:
-            mask = pa.array([True] * rows.num_rows)
+            mask = pa.array(np.ones(rows.num_rows, dtype=bool))
         hits = count_true(mask)
         if hits == 0:
             return None
+        # As in Spark, SET values are computed on the matching rows only: an overflow or a value that
+        # does not fit its column can only come from a row that is updated.
+        positions = np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
+        updated = rows if hits == rows.num_rows else rows.take(pa.array(positions, pa.int64()))
         new_values = {}
         for name, expr in self.assignments:
             target_type = rows.schema.field(name).type
             try:
-                new_values[name] = pc.cast(evaluate(expr, rows), target_type)
+                new_values[name] = pc.cast(evaluate(expr, updated), target_type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
                 raise SchemaMismatchError(
                     f"Cannot update column {name!r}: the value {str(expr)!r} does not fit type {target_type} ({err})"
@@ -68,7 +73,8 @@ class UpdateRows:
         before = rows
         for name, new in new_values.items():
             idx = rows.schema.get_field_index(name)
-            rows = rows.set_column(idx, rows.schema.field(idx), pc.if_else(mask, new, rows.column(idx)))
+            new_column = new if hits == rows.num_rows else spread(new, positions, rows.num_rows)
+            rows = rows.set_column(idx, rows.schema.field(idx), pc.if_else(mask, new_column, rows.column(idx)))
         changes: tuple[pa.Table, ...] = ()
         if self.record_changes:
             changes = (

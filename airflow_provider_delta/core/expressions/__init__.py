@@ -13,7 +13,8 @@ Modules, each importing only those above it (``nodes`` renders through ``render`
 - ``render``: :func:`to_sql`, Spark SQL that parses back to the same tree.
 - ``parse``: SQL text (sqlglot) and DNF filter tuples to nodes.
 - ``bind``: column resolution, qualifiers and Spark's literal coercion.
-- ``arrow``: :func:`to_arrow_expression` and :func:`evaluate` over Arrow tables.
+- ``arrow``: :func:`to_arrow_expression` and :func:`evaluate` over Arrow tables (each operand of
+  AND, OR and coalesce on the rows that reach it, as in Spark).
 - ``scalar``: SQL evaluation over one row of partition values.
 - ``skipping``: :func:`file_may_match` from partition values and per-file statistics.
 
@@ -30,7 +31,7 @@ Example:
 
 from __future__ import annotations
 
-from airflow_provider_delta.core.expressions.arrow import evaluate, to_arrow_expression
+from airflow_provider_delta.core.expressions.arrow import evaluate, spread, to_arrow_expression
 from airflow_provider_delta.core.expressions.bind import bind, require_boolean
 from airflow_provider_delta.core.expressions.filters import bind_filter, predicate_text
 from airflow_provider_delta.core.expressions.nodes import (
@@ -98,6 +99,7 @@ __all__ = [
     "predicate_text",
     "referenced_columns",
     "require_boolean",
+    "spread",
     "to_arrow_expression",
     "to_sql",
 ]

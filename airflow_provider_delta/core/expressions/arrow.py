@@ -1,7 +1,11 @@
 """Arrow execution: translate bound expressions into ``pyarrow.compute`` expressions and evaluate them.
 
 :func:`to_arrow_expression` gives an expression ``pyarrow.dataset`` scans and ``Table.filter`` accept;
-:func:`evaluate` computes it over a table, one value per row, with SQL three-valued logic.
+:func:`evaluate` computes it over a table, one value per row, with SQL three-valued logic. As in Spark,
+an operand of ``AND``, ``OR`` and ``coalesce`` is only computed on the rows that reach it, so
+``x <> 0 AND 10 / x > 1`` never divides by zero: Arrow computes the whole expression at once, and when
+that fails (overflow, division by zero, a failing cast), the expression is computed again operand by
+operand on the rows each operand sees; only an error on such a row is raised.
 
 Example:
     >>> t = pa.table({"a": [1, None, 3]})
@@ -11,9 +15,11 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -218,7 +224,7 @@ class _ArrowTranslator:
 
 
 def evaluate(expr: Expr, table: pa.Table) -> pa.Array:
-    """Evaluate an expression over every row of ``table``.
+    """Evaluate an expression over every row of ``table``, each operand only on the rows that reach it.
 
     Predicates give booleans with SQL three-valued logic (comparisons with NULL are NULL); to filter,
     keep the rows where the result is true: ``table.filter(evaluate(pred, table))``.
@@ -231,18 +237,137 @@ def evaluate(expr: Expr, table: pa.Table) -> pa.Array:
         One value per row.
 
     Raises:
-        PredicateError: Arrow cannot compute the expression on this table (missing column, bad types,
-            overflow, division by zero).
+        PredicateError: Arrow cannot compute the expression on this table (missing column, bad types),
+            or a row that reaches an operand makes it fail (overflow, division by zero, a failing cast).
 
     Example:
         >>> t = pa.table({"a": [1, None, 3]})
         >>> evaluate(bind(parse_predicate("a > 1"), t.schema), t).to_pylist()
         [False, None, True]
     """
+    try:
+        return _evaluate_at_once(expr, table)
+    except _EvaluationError:
+        if table.num_rows == 0:
+            raise
+    # Some operand failed on some row: compute again, each operand on the rows that reach it.
+    try:
+        return _evaluate_reached(expr, table)
+    except _EvaluationError as err:
+        text = to_sql(expr)
+        where = "" if err.text == text else f" (in {err.text!r})"
+        raise PredicateError(f"Cannot evaluate expression {text!r}: {err.reason}{where}") from err
+
+
+class _EvaluationError(PredicateError):
+    def __init__(self, text: str, reason: str) -> None:
+        super().__init__(f"Cannot evaluate expression {text!r}: {reason}")
+        self.text = text
+        self.reason = reason
+
+
+def _evaluate_at_once(expr: Expr, table: pa.Table) -> pa.Array:
     arrow_expr = to_arrow_expression(expr)
     try:
         # Sequential scan: keeps row order without relying on the scanner's ordering guarantees.
         result = ds.dataset(table).to_table(columns={"value": arrow_expr}, use_threads=False).column(0)
     except (pa.ArrowException, TypeError, ValueError) as err:
-        raise PredicateError(f"Cannot evaluate expression {to_sql(expr)!r}: {err}") from err
+        raise _EvaluationError(to_sql(expr), str(err)) from err
     return result.combine_chunks()
+
+
+# ------------------------------------------------------------------------- operands on reached rows
+#
+# Spark computes an expression row by row and skips operands whose value cannot matter: the right side
+# of AND where the left is false and of OR where it is true, coalesce's later arguments once one is
+# not null, and the right operand of arithmetic and comparisons where the left is null. Which rows
+# reach an operand only changes whether it can fail, never a result, so the fast path computes
+# everything at once and this slower path runs only after a failure.
+
+
+def spread(values: pa.Array | pa.ChunkedArray, positions: np.ndarray, num_rows: int) -> pa.Array:
+    """An array of ``num_rows`` values: ``values`` at ``positions`` (ascending), null elsewhere.
+
+    Example:
+        >>> spread(pa.array([7, 8]), np.array([1, 3]), 4).to_pylist()
+        [None, 7, None, 8]
+    """
+    index = np.zeros(num_rows, dtype=np.int64)
+    index[positions] = np.arange(len(positions), dtype=np.int64)
+    unreached = np.ones(num_rows, dtype=bool)
+    unreached[positions] = False
+    taken = values.take(pa.array(index, mask=unreached))
+    return taken.combine_chunks() if isinstance(taken, pa.ChunkedArray) else taken
+
+
+def _on_rows(expr: Expr, table: pa.Table, reached: pa.Array) -> pa.Array:
+    """``expr`` computed only on the rows where ``reached`` is true; null on the others."""
+    positions = np.flatnonzero(np.asarray(reached.to_numpy(zero_copy_only=False), dtype=bool))
+    if len(positions) == table.num_rows:
+        return _evaluate_reached(expr, table)
+    values = _evaluate_reached(expr, table.take(pa.array(positions, pa.int64())))
+    return spread(values, positions, table.num_rows)
+
+
+def _evaluate_reached(expr: Expr, table: pa.Table) -> pa.Array:
+    if isinstance(expr, (Column, Literal)):
+        return _evaluate_at_once(expr, table)
+    if isinstance(expr, Between):  # Spark parses it as low <= x AND x <= high
+        low, high = Comparison(">=", expr.operand, expr.low), Comparison("<=", expr.operand, expr.high)
+        return _evaluate_reached(And(low, high), table)
+    if isinstance(expr, (And, Or)):
+        left = _evaluate_reached(expr.left, table)
+        decided = not isinstance(expr, And)  # AND is decided where the left is false, OR where true
+        right = _on_rows(expr.right, table, pc.invert(pc.fill_null(pc.equal(left, decided), False)))
+        return pc.and_kleene(left, right) if isinstance(expr, And) else pc.or_kleene(left, right)
+    if isinstance(expr, Function) and expr.name == "coalesce":
+        result = _evaluate_reached(expr.args[0], table)
+        for arg in expr.args[1:]:
+            value = _on_rows(arg, table, result.is_null())
+            result = pc.coalesce(result, value if value.type == result.type else value.cast(result.type))
+        return result
+    children = expr.children()
+    first_set: pa.Array | None = None  # x <op> y: y only where x is not null
+    if _null_intolerant(expr) and not all(isinstance(c, (Column, Literal)) for c in children[1:]):
+        first_set = _evaluate_reached(children[0], table).is_valid()
+    values: list[pa.Array | None] = []
+    for i, child in enumerate(children):
+        if isinstance(child, (Column, Literal)):
+            values.append(None)  # computed with the node: cannot fail, and some nodes need literals
+        elif i > 0 and first_set is not None:
+            values.append(_on_rows(child, table, first_set))
+        else:
+            values.append(_evaluate_reached(child, table))
+    # The node itself over its operands' values (as columns of a table beside the row's own columns).
+    operands = {f"__operand_{i}": (i, v) for i, v in enumerate(values) if v is not None}
+    inputs = table.drop_columns([n for n in operands if n in table.column_names])
+    replaced: dict[int, Expr] = {}
+    for name, (i, value) in operands.items():
+        inputs = inputs.append_column(name, value)
+        replaced[i] = Column(None, (name,), value.type)
+    return _evaluate_at_once(_with_children(expr, replaced), inputs)
+
+
+def _null_intolerant(expr: Expr) -> bool:
+    """Whether Spark skips the later operands of ``expr`` where the first is null."""
+    return isinstance(expr, (Arithmetic, In)) or (isinstance(expr, Comparison) and expr.op != "<=>")
+
+
+def _with_children(expr: Expr, replaced: dict[int, Expr]) -> Expr:
+    """``expr`` with its ``i``-th child (in :meth:`Expr.children` order) replaced by ``replaced[i]``."""
+    position = 0
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(expr):
+        item = getattr(expr, f.name)
+        if isinstance(item, Expr):
+            changes[f.name] = replaced.get(position, item)
+            position += 1
+        elif isinstance(item, tuple):
+            items = []
+            for e in item:
+                if isinstance(e, Expr):
+                    e = replaced.get(position, e)
+                    position += 1
+                items.append(e)
+            changes[f.name] = tuple(items)
+    return dataclasses.replace(expr, **changes)

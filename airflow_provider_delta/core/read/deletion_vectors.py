@@ -105,7 +105,8 @@ def z85_decode(text: str, *, length: int | None = None) -> bytes:
     """Decode a Z85 string (Delta's Base85 variant).
 
     Strings are normally a multiple of 5 characters. A shorter trailing group of 2-4 characters (the
-    padding-free variant some writers use) decodes to 1-3 bytes, as in Ascii85.
+    padding-free variant some writers use) decodes to 1-3 bytes, as in Ascii85. A group worth more
+    than 32 bits wraps modulo 2**32, as in Delta's reference decoder.
 
     Args:
         text: The Z85 text.
@@ -116,14 +117,17 @@ def z85_decode(text: str, *, length: int | None = None) -> bytes:
         The decoded bytes.
 
     Raises:
-        ValueError: A character outside the Z85 alphabet, a group worth more than 32 bits, a lone trailing
-            character, or fewer bytes than ``length``.
+        ValueError: A character outside the Z85 alphabet, a lone trailing character, or fewer bytes
+            than ``length``.
 
     Example:
         >>> z85_decode("HelloWorld").hex()
         '864fd26fb559f75b'
     """
-    raw = text.encode("ascii", errors="replace")
+    try:
+        raw = text.encode("ascii")
+    except UnicodeEncodeError as err:  # not errors="replace": its '?' is itself a Z85 digit
+        raise ValueError(f"invalid Z85 character {text[err.start]!r} at position {err.start}") from None
     tail = len(raw) % 5
     if tail == 1:
         raise ValueError(f"Z85 text of length {len(raw)} has a lone trailing character")
@@ -133,9 +137,10 @@ def z85_decode(text: str, *, length: int | None = None) -> bytes:
     bad = np.flatnonzero(codes == 255)
     if bad.size:
         raise ValueError(f"invalid Z85 character {text[int(bad[0])]!r} at position {int(bad[0])}")
-    values = codes.reshape(-1, 5).astype(np.uint64) @ _Z85_POWERS
-    if values.size and int(values.max()) > 0xFFFFFFFF:
-        raise ValueError("Z85 group exceeds 32 bits")
+    # Delta's reference decoder (kernel's Base85Codec.decodeBlocks) sums each group in a 64-bit long
+    # and stores it as a 32-bit int: a group worth more than 2**32 - 1 wraps modulo 2**32. Tables
+    # written by the Delta ecosystem carry such groups (in an inline DV's padding), so do the same.
+    values = (codes.reshape(-1, 5).astype(np.uint64) @ _Z85_POWERS) & np.uint64(0xFFFFFFFF)
     out = values.astype(">u4").tobytes()
     if tail:
         out = out[: len(out) - (5 - tail)]

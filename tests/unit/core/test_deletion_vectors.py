@@ -101,10 +101,45 @@ def test_z85_decodes_unpadded_trailing_groups(data: bytes) -> None:
     assert z85_decode(unpadded) == data
 
 
-@pytest.mark.parametrize("text", ["Hello~orld", "HelloW", "%%%%%"])
+@pytest.mark.parametrize("text", ["Hello~orld", "HelloW", "Hello\u00e9orld"])
 def test_z85_rejects_invalid_text(text: str) -> None:
     with pytest.raises(ValueError, match="Z85"):
         z85_decode(text)
+
+
+_Z85_CHARS = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+
+
+def _reference_z85_decode(text: str) -> bytes:
+    # Delta kernel's Base85Codec.decodeBlocks: each group summed in a long, stored as (int) sum.
+    out = b""
+    for i in range(0, len(text), 5):
+        total = 0
+        for ch in text[i : i + 5]:
+            total = total * 85 + _Z85_CHARS.index(ch)
+        out += (total % 2**32).to_bytes(4, "big")
+    return out
+
+
+@pytest.mark.parametrize("text", ["%%%%%", "#####", "HelloWorld#####", "^Bg9^0rr91"])
+def test_z85_groups_over_32_bits_wrap_as_in_delta_reference_decoder(text: str) -> None:
+    assert z85_decode(text) == _reference_z85_decode(text)
+    assert z85_decode("#####") == (85**5 - 1 - 2**32).to_bytes(4, "big")
+
+
+@given(st.lists(st.sampled_from(_Z85_CHARS), min_size=5, max_size=60).map("".join))
+def test_z85_decode_equals_the_reference_decoder_on_any_aligned_text(text: str) -> None:
+    text = text[: len(text) - len(text) % 5]
+    assert z85_decode(text) == _reference_z85_decode(text)
+
+
+def _overflowing_last_group(data: bytes) -> str:
+    """Z85 of ``data`` whose last group is written as its value + 2**32 (what the reference wraps back)."""
+    padded = data + b"\x00" * (-len(data) % 4)
+    value = int.from_bytes(padded[-4:], "big") + 2**32
+    assert value < 85**5, "the test needs a last group that can overflow"
+    digits = "".join(_Z85_CHARS[value // 85**k % 85] for k in range(4, -1, -1))
+    return z85_encode(padded[:-4]) + digits
 
 
 def test_z85_length_beyond_the_data_is_rejected() -> None:
@@ -280,6 +315,14 @@ def test_inline_with_odd_size_is_zero_padded_and_trimmed() -> None:
     assert len(odd) % 4 != 0
     d = DeletionVectorDescriptor("i", z85_encode(odd), None, len(odd), 1)
     assert read_deleted_rows(d, "/t").tolist() == [5]
+
+
+@pytest.mark.parametrize("rows", [[1, 4], [0, 2, 3], [5]])
+def test_inline_dv_whose_last_group_exceeds_32_bits_reads_as_delta_reads_it(rows: list[int]) -> None:
+    data = serialize_roaring_array(rows)
+    d = DeletionVectorDescriptor("i", _overflowing_last_group(data), None, len(data), len(rows))
+    assert d.path_or_inline_dv != z85_encode(data)
+    assert read_deleted_rows(d, "/t").tolist() == rows
 
 
 def test_inline_cardinality_mismatch_is_an_error() -> None:
@@ -667,3 +710,24 @@ def test_delta_rs_reads_deletion_vectors_this_module_writes(tmp_path: Path, stor
     ids = deltalake.QueryBuilder().register("t", dt).execute("select id from t").read_all().column("id")
     assert sorted(ids.to_pylist()) == [0, 2, 3, 6, 9]
     assert sorted(k[0] for k in _live_rows(table, 1, ["id"]).elements()) == [0, 2, 3, 6, 9]
+
+
+@needs_corpus
+def test_table_with_inline_dvs_whose_last_group_exceeds_32_bits_reads(tmp_path: Path) -> None:
+    from airflow_provider_delta.core import DeltaTable
+
+    table = tmp_path / "t"
+    shutil.copytree(CORPUS / "tables" / "extra/kernel-rs/with-short-dv", table)
+    [(_, actions)] = _commits(table)
+    adds = [a["add"] for a in actions if "add" in a]
+    commit = []
+    for add, rows in zip(adds, [[1, 4], [0, 2, 3]], strict=True):
+        data = serialize_roaring_array(rows)
+        dv = {"storageType": "i", "pathOrInlineDv": _overflowing_last_group(data)}
+        dv |= {"sizeInBytes": len(data), "cardinality": len(rows)}
+        remove = {"path": add["path"], "deletionTimestamp": 1, "dataChange": True, "size": add["size"]}
+        if add.get("deletionVector"):
+            remove["deletionVector"] = add["deletionVector"]
+        commit += [{"remove": remove}, {"add": {**add, "deletionVector": dv}}]
+    (table / "_delta_log" / "00000000000000000001.json").write_text("\n".join(map(json.dumps, commit)) + "\n")
+    assert sorted(DeltaTable(str(table)).to_arrow(columns=["id"]).column("id").to_pylist()) == [0, 2, 3, 6, 9]

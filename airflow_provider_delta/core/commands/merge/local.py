@@ -135,13 +135,17 @@ class _Scope:
 
 
 def _choose(scope: _Scope, clauses: Sequence[PlannedClause]) -> np.ndarray:
-    """Per row, the index of the first clause whose condition holds (-1: none)."""
+    """Per row, the index of the first clause whose condition holds (-1: none).
+
+    As in Spark, a clause's condition is computed only on the rows no earlier clause took.
+    """
     chosen = np.full(scope.num_rows, -1, dtype=np.int16)
     for i, clause in enumerate(clauses):
-        open_rows = chosen == -1
-        if not open_rows.any():
+        open_rows = np.flatnonzero(chosen == -1)
+        if not len(open_rows):
             break
-        chosen[open_rows & scope.mask(clause.condition)] = i
+        reaching = scope if len(open_rows) == scope.num_rows else scope.take(open_rows)
+        chosen[open_rows[reaching.mask(clause.condition)]] = i
     return chosen
 
 
