@@ -109,7 +109,9 @@ def test_only_write_jobs_carry_an_app_transaction() -> None:
     ti = SimpleNamespace(dag_id="d", task_id="t", run_id="r", map_index=-1)
     write = DeltaSparkJobOperator(task_id="t", job="write", table="/t", job_options={"rows": []})
     checkpoint = DeltaCheckpointOperator(task_id="t", table="/t")
-    off = DeltaSparkJobOperator(task_id="t", job="write", table="/t", idempotent=False)
+    off = DeltaSparkJobOperator(
+        task_id="t", job="write", table="/t", job_options={"rows": []}, idempotent=False
+    )
     assert (
         write.build_spec({"ti": ti}, "/t", {}).app_id,
         write.build_spec({"ti": ti}, "/t", {}).app_version,

@@ -89,6 +89,7 @@ def run_spec(spec: JobSpec, spark: Any = None) -> JobResult:
     try:
         policy = ConflictPolicy.from_dict(spec.conflict_policy)
         fn = job_function(spec.job)
+        ctx.options  # noqa: B018 - validates the options against the job's declaration before any work
     except Exception as exc:  # noqa: BLE001 - a bad spec becomes a failed result, never a crash
         error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0}
         return JobResult(status="error", error=error, duration_s=time.monotonic() - started, **common)
