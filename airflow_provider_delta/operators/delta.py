@@ -9,8 +9,9 @@ Every operator here follows one path (the job protocol, :mod:`airflow_provider_d
    **without that connection the master is** ``local[*]``, not the hook's own yarn fallback);
 3. read the JSON result back: on success push it to XCom (the return value); on failure map the
    reported exception through the conflict policy: ``skip`` -> ``AirflowSkipException``, ``fail`` ->
-   ``AirflowFailException`` (no Airflow retries), ``airflow_retry`` (and an exhausted in-job ``retry``)
-   -> ``DeltaConflictError`` (an ``AirflowException``) so the task's ``retries`` apply.
+   ``AirflowFailException`` (no Airflow retries; the default for permanent errors),
+   ``airflow_retry`` (and an exhausted in-job ``retry``) -> ``DeltaConflictError`` or ``DeltaJobError``
+   (``AirflowException``) so the task's ``retries`` apply.
 
 The Airflow worker never starts Spark in its own process, and this module imports no pyspark.
 The driver runs on the Airflow worker (client mode, as for every Python application on a standalone
@@ -31,10 +32,10 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
-from airflow_provider_delta.core.transaction.policy import ConflictPolicy
+from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook
-from airflow_provider_delta.policies.conflicts import conflict_exception
+from airflow_provider_delta.policies.conflicts import failure_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.jobs import JOBS
 from airflow_provider_delta.spark.jobs.options import job_definition
@@ -122,25 +123,31 @@ def _as_policy(policy: ConflictPolicy | Mapping[str, Any] | None) -> ConflictPol
 def raise_for_result(result: JobResult, policy: ConflictPolicy, *, location: str) -> None:
     """Raise the Airflow exception a failed job result maps to (nothing for a success).
 
-    The reported exception's type name goes through ``policy`` (``policies.conflicts.conflict_exception``):
-    ``skip`` -> ``AirflowSkipException``, ``fail`` -> ``AirflowFailException``, ``airflow_retry`` or an
-    in-job ``retry`` that ran out of attempts -> ``DeltaConflictError`` (an ``AirflowException``, so the
-    task's retries apply). A malformed spec (``JobSpecError``) fails without retries.
+    The reported exception (type name, message, class of error) goes through ``policy``
+    (``policies.conflicts.failure_exception``): ``skip`` -> ``AirflowSkipException``, ``fail`` ->
+    ``AirflowFailException`` (the default for permanent errors: a bad predicate, a schema mismatch, a
+    missing table, a bad option), ``airflow_retry`` or an in-job ``retry`` that ran out of attempts
+    -> ``DeltaConflictError`` / ``DeltaJobError`` (``AirflowException``: the task's retries apply).
+    The engine's message appears once; the table is named if the message does not name it already.
 
     Raises:
         AirflowSkipException: action ``skip``.
-        AirflowFailException: action ``fail``, or a malformed spec.
+        AirflowFailException: action ``fail``.
         AirflowException: action ``airflow_retry`` or an exhausted ``retry``.
     """
     if result.status == "success" or result.error is None:
         return
     error = result.error
-    name = str(error.get("type"))
-    message = f"{error.get('message', '')} (job {result.job!r} on table {location!r})"
-    if name == JobSpecError.__name__:
-        raise AirflowFailException(f"Cannot run Delta job {result.job!r} on table {location!r}: {message}")
-    raise conflict_exception(
-        name, message, policy, attempts=int(error.get("attempts") or result.attempts or 1)
+    message = str(error.get("message", ""))
+    if location not in message:
+        message = f"{message} (table {location!r})"
+    kind = error.get("kind")
+    raise failure_exception(
+        str(error.get("type")),
+        message,
+        policy,
+        attempts=int(error.get("attempts") or result.attempts or 1),
+        kind=kind if kind in ERROR_KINDS else None,
     )
 
 

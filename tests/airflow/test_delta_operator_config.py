@@ -21,7 +21,7 @@ from airflow_provider_delta.operators.delta import (
     app_transaction_id,
     raise_for_result,
 )
-from airflow_provider_delta.policies.conflicts import DeltaConflictError
+from airflow_provider_delta.policies.conflicts import DeltaConflictError, DeltaJobError
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.protocol import JobResult
 
@@ -138,14 +138,19 @@ def error_result(type_name: str, action: str = "retry") -> JobResult:
             {"overrides": {"ConcurrentAppendException": "skip"}},
             AirflowSkipException,
         ),
-        ("FileNotFoundError", {}, AirflowException),
+        ("FileNotFoundError", {}, AirflowFailException),  # permanent
         ("JobSpecError", {}, AirflowFailException),
+        ("PredicateError", {}, AirflowFailException),
+        ("TimeoutError", {}, DeltaJobError),  # transient: in-job retries ran out, Airflow retries
+        ("RuntimeError", {}, DeltaJobError),  # unknown: Airflow retries
     ],
 )
 def test_failed_results_map_to_airflow_exceptions(type_name: str, policy: dict, expected: type) -> None:
-    with pytest.raises(expected, match=type_name if type_name != "JobSpecError" else "boom") as info:
+    with pytest.raises(expected, match=type_name) as info:
         raise_for_result(error_result(type_name), ConflictPolicy.from_dict(policy), location="/t")
-    if expected in (AirflowException, DeltaConflictError):  # Airflow's retries apply: not fail, not skip
+    assert str(info.value).count("boom") == 1
+    assert ("conflict" in str(info.value)) == (expected is DeltaConflictError or "Concurrent" in type_name)
+    if expected in (AirflowException, DeltaConflictError, DeltaJobError):  # Airflow's retries apply
         assert not isinstance(info.value, (AirflowFailException, AirflowSkipException))
     raise_for_result(
         JobResult(status="success", job="write", table="/t", version=1), ConflictPolicy(), location="/t"
