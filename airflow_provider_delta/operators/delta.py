@@ -9,8 +9,9 @@ Every operator here follows one path (the job protocol, :mod:`airflow_provider_d
    **without that connection the master is** ``local[*]``, not the hook's own yarn fallback);
 3. read the JSON result back: on success push it to XCom (the return value); on failure map the
    reported exception through the conflict policy: ``skip`` -> ``AirflowSkipException``, ``fail`` ->
-   ``AirflowFailException`` (no Airflow retries), ``airflow_retry`` (and an exhausted in-job ``retry``)
-   -> ``DeltaConflictError`` (an ``AirflowException``) so the task's ``retries`` apply.
+   ``AirflowFailException`` (no Airflow retries; the default for permanent errors),
+   ``airflow_retry`` (and an exhausted in-job ``retry``) -> ``DeltaConflictError`` or ``DeltaJobError``
+   (``AirflowException``) so the task's ``retries`` apply.
 
 The Airflow worker never starts Spark in its own process, and this module imports no pyspark.
 The driver runs on the Airflow worker (client mode, as for every Python application on a standalone
@@ -23,6 +24,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -30,12 +32,13 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
 
-from airflow_provider_delta.core.transaction.policy import ConflictPolicy
+from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook
-from airflow_provider_delta.policies.conflicts import conflict_exception
+from airflow_provider_delta.policies.conflicts import failure_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.jobs import JOBS
+from airflow_provider_delta.spark.jobs.options import job_definition
 from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 
 if TYPE_CHECKING:
@@ -120,25 +123,31 @@ def _as_policy(policy: ConflictPolicy | Mapping[str, Any] | None) -> ConflictPol
 def raise_for_result(result: JobResult, policy: ConflictPolicy, *, location: str) -> None:
     """Raise the Airflow exception a failed job result maps to (nothing for a success).
 
-    The reported exception's type name goes through ``policy`` (``policies.conflicts.conflict_exception``):
-    ``skip`` -> ``AirflowSkipException``, ``fail`` -> ``AirflowFailException``, ``airflow_retry`` or an
-    in-job ``retry`` that ran out of attempts -> ``DeltaConflictError`` (an ``AirflowException``, so the
-    task's retries apply). A malformed spec (``JobSpecError``) fails without retries.
+    The reported exception (type name, message, class of error) goes through ``policy``
+    (``policies.conflicts.failure_exception``): ``skip`` -> ``AirflowSkipException``, ``fail`` ->
+    ``AirflowFailException`` (the default for permanent errors: a bad predicate, a schema mismatch, a
+    missing table, a bad option), ``airflow_retry`` or an in-job ``retry`` that ran out of attempts
+    -> ``DeltaConflictError`` / ``DeltaJobError`` (``AirflowException``: the task's retries apply).
+    The engine's message appears once; the table is named if the message does not name it already.
 
     Raises:
         AirflowSkipException: action ``skip``.
-        AirflowFailException: action ``fail``, or a malformed spec.
+        AirflowFailException: action ``fail``.
         AirflowException: action ``airflow_retry`` or an exhausted ``retry``.
     """
     if result.status == "success" or result.error is None:
         return
     error = result.error
-    name = str(error.get("type"))
-    message = f"{error.get('message', '')} (job {result.job!r} on table {location!r})"
-    if name == JobSpecError.__name__:
-        raise AirflowFailException(f"Cannot run Delta job {result.job!r} on table {location!r}: {message}")
-    raise conflict_exception(
-        name, message, policy, attempts=int(error.get("attempts") or result.attempts or 1)
+    message = str(error.get("message", ""))
+    if location not in message:
+        message = f"{message} (table {location!r})"
+    kind = error.get("kind")
+    raise failure_exception(
+        str(error.get("type")),
+        message,
+        policy,
+        attempts=int(error.get("attempts") or result.attempts or 1),
+        kind=kind if kind in ERROR_KINDS else None,
     )
 
 
@@ -155,7 +164,8 @@ class DeltaSparkJobOperator(BaseOperator):
         spark_conf: Spark conf for this task, over :data:`DEFAULT_SPARK_CONF` and the connection's (templated).
         conflict_policy: a ``ConflictPolicy`` (or its dict) deciding what each exception does.
         idempotent: record an application transaction (see :func:`app_transaction_id`) so an Airflow
-            retry of a task whose commit already landed does not write twice (write jobs only).
+            retry of a task whose commit already landed does not write twice (jobs whose ``JOB``
+            declares ``app_transaction=True``).
         app_id: override the derived idempotency key (templated); ``app_version`` goes with it.
         spark_submit_kwargs: more ``SparkSubmitHook`` arguments (``driver_memory``, ``packages``, ...).
 
@@ -170,8 +180,6 @@ class DeltaSparkJobOperator(BaseOperator):
     template_fields: tuple[str, ...] = ("table", "job_options", "spark_conf", "app_id", "spark_conn_id")
     template_fields_renderers: ClassVar[dict[str, str]] = {"job_options": "json", "spark_conf": "json"}
     ui_color = "#00add4"
-    #: whether the job commits data (and so records an application transaction when ``idempotent``).
-    is_write_job: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -191,13 +199,18 @@ class DeltaSparkJobOperator(BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         if job not in JOBS:
-            raise ValueError(
+            raise JobSpecError(
                 f"Cannot create task {kwargs.get('task_id')!r}: unknown job {job!r} "
                 f"(known: {', '.join(sorted(JOBS))})"
             )
         self.job = job
+        self.definition = job_definition(job)
         self.table = table
         self.job_options = job_options or {}
+        if isinstance(self.job_options, dict):
+            # DAG-parse time: a typo or a wrong type fails the import, not the run (templates are
+            # checked again in execute(), after rendering).
+            self.definition.validate(self.job_options, where=self._where(), partial=True)
         self.delta_conn_id = delta_conn_id
         self.spark_conn_id = spark_conn_id
         self.spark_conf = spark_conf or {}
@@ -208,10 +221,13 @@ class DeltaSparkJobOperator(BaseOperator):
         self.spark_submit_kwargs = spark_submit_kwargs or {}
         self._hook: _DeltaSparkSubmitHook | None = None
 
+    def _where(self) -> str:
+        return f"Cannot create task {self.task_id!r} (job {self.job!r})"
+
     def build_spec(self, context: Context, location: str, storage_options: dict[str, str]) -> JobSpec:
         """The job spec of this task instance."""
         app_id: str | None = None
-        if self.is_write_job and self.idempotent:
+        if self.definition.app_transaction and self.idempotent:
             app_id = self.app_id or app_transaction_id(context)
         return JobSpec(
             job=self.job,
@@ -225,6 +241,14 @@ class DeltaSparkJobOperator(BaseOperator):
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Submit the job, wait, read its result; return it (XCom) or raise per the conflict policy."""
+        if not isinstance(self.job_options, dict):
+            raise AirflowFailException(
+                f"{self._where()}: job_options must render to a dict, found {self.job_options!r}"
+            )
+        try:
+            self.definition.validate(self.job_options, where=f"Cannot run task {self.task_id!r} (job {self.job!r})")
+        except JobSpecError as err:
+            raise AirflowFailException(str(err)) from err
         delta = DeltaHook(self.delta_conn_id)
         location = delta.resolve_table(self.table)
         spec = self.build_spec(context, location, delta.storage_options)
@@ -304,8 +328,16 @@ class DeltaCheckpointOperator(DeltaSparkJobOperator):
         >>> DeltaCheckpointOperator(task_id="checkpoint_events", table="/data/events")  # doctest: +SKIP
     """
 
-    is_write_job: ClassVar[bool] = False
-
     def __init__(self, *, table: str, cleanup_log: bool = True, **kwargs: Any) -> None:
         super().__init__(job="checkpoint", table=table, job_options={"cleanup_log": cleanup_log}, **kwargs)
         self.cleanup_log = cleanup_log
+
+
+def _document_job_options(cls: type, jobs: list[str]) -> None:
+    """Append the jobs' declared options (``JOB`` in each job module) to ``cls``'s docstring."""
+    sections = [textwrap.indent(job_definition(name).docstring(), "    ") for name in jobs]
+    cls.__doc__ = "\n\n".join([(cls.__doc__ or "").rstrip(), *sections]) + "\n"
+
+
+_document_job_options(DeltaSparkJobOperator, sorted(JOBS))
+_document_job_options(DeltaCheckpointOperator, ["checkpoint"])

@@ -11,7 +11,8 @@ from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
 from airflow_provider_delta.core.log.sensing import current_version, new_commits
-from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError
+from airflow_provider_delta.core.transaction.policy import classify
+from airflow_provider_delta.exceptions import DeltaError
 from airflow_provider_delta.hooks.delta import DeltaHook
 from airflow_provider_delta.triggers.delta import DeltaVersionTrigger
 
@@ -121,9 +122,9 @@ class DeltaVersionSensor(BaseSensorOperator):
         """Run a core read; errors become Airflow errors (permanent ones without retries)."""
         try:
             return fn(*args, **kwargs)
-        except (NotADeltaTableError, PermissionError) as err:
-            raise AirflowFailException(f"Cannot sense table {self.table!r}: {err}") from err
         except (DeltaError, OSError) as err:
+            if classify(err) == "permanent":  # e.g. NotADeltaTableError, PermissionError, LogCorruptedError
+                raise AirflowFailException(f"Cannot sense table {self.table!r}: {err}") from err
             raise AirflowException(f"Cannot sense table {self.table!r}: {err}") from err
 
     def _check(self, context: Context) -> tuple[NewCommits, str, dict[str, str], int]:

@@ -19,7 +19,8 @@ from airflow.sdk.exceptions import AirflowException
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
 from airflow_provider_delta.core.log.sensing import NewCommits, current_version, new_commits
-from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError
+from airflow_provider_delta.core.transaction.policy import classify
+from airflow_provider_delta.exceptions import DeltaError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -44,7 +45,7 @@ def _resolve(
 
 
 def _error_event(err: BaseException, table: str) -> TriggerEvent:
-    permanent = isinstance(err, NotADeltaTableError | PermissionError)
+    permanent = classify(err) == "permanent"
     return TriggerEvent(
         {
             "status": "error",

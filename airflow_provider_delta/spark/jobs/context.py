@@ -1,19 +1,26 @@
 """What a job function receives (:class:`JobContext`) and returns (:class:`JobOutput`).
 
-No pyspark import: the SparkSession is passed in (None when the runner uses ``--engine local``).
+No pyspark import: the SparkSession is passed in (None when the job runs on engine ``local``).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.exceptions import JobSpecError
+from airflow_provider_delta.spark.jobs.options import job_definition
 
 if TYPE_CHECKING:
+    from airflow_provider_delta.spark.jobs.options import JobDefinition
     from airflow_provider_delta.spark.protocol import JobSpec
+
+#: The logger of every job: its lines are the job's progress in the Airflow task log.
+log = logging.getLogger("airflow_provider_delta.jobs")
 
 
 @dataclass(frozen=True)
@@ -50,19 +57,41 @@ class JobContext:
     cache: dict[str, Any] = field(default_factory=dict)
     _hooks_fired: set[str] = field(default_factory=set)
 
-    def option(self, name: str, default: Any = None, *, kind: type | tuple[type, ...] | None = None) -> Any:
-        """The job option ``name`` (``default`` when absent), type-checked against ``kind``.
+    @property
+    def engine(self) -> str:
+        """``"spark"`` when a SparkSession was given, else ``"local"``."""
+        return "local" if self.spark is None else "spark"
+
+    @cached_property
+    def definition(self) -> JobDefinition:
+        """The job's declaration (``JOB`` in its module)."""
+        return job_definition(self.spec.job)
+
+    @cached_property
+    def options(self) -> dict[str, Any]:
+        """The spec's options checked against the declaration, defaults filled in.
 
         Raises:
-            JobSpecError: the option has the wrong type.
+            JobSpecError: an unknown or mistyped option.
         """
-        value = self.spec.options.get(name, default)
-        if kind is not None and value is not None and not isinstance(value, kind):
-            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise JobSpecError(
-                f"Cannot run job {self.spec.job!r}: option {name!r} must be {expected}, found {value!r}"
-            )
-        return value
+        return self.definition.validate(self.spec.options, engine=self.engine)
+
+    def option(self, name: str, default: Any = None, *, kind: type | tuple[type, ...] | None = None) -> Any:
+        """The job option ``name`` as declared in the job's ``JOB`` (validated, default filled in).
+
+        ``default`` is used only when the declaration has no default and the option is absent;
+        ``kind`` is accepted for older callers and ignored (the declaration has the type).
+
+        Raises:
+            JobSpecError: the job does not declare ``name`` (a bug in the job), or the spec is invalid.
+        """
+        self.definition.option(name)
+        value = self.options.get(name)
+        return default if value is None else value
+
+    def progress(self, message: str, *args: Any) -> None:
+        """Log one progress line of this job (``%``-style arguments); the task log shows it."""
+        log.info("%s on %s: " + message, self.spec.job, self.spec.table, *args)
 
     def require_spark(self, why: str) -> Any:
         """The SparkSession, or a clear error when the job runs with ``--engine local``."""

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.transaction.policy import (
     ConflictPolicy,
+    classify,
     failure_record,
     run_with_conflict_policy,
 )
@@ -89,19 +90,33 @@ def run_spec(spec: JobSpec, spark: Any = None) -> JobResult:
     try:
         policy = ConflictPolicy.from_dict(spec.conflict_policy)
         fn = job_function(spec.job)
+        ctx.options  # noqa: B018 - validates the options against the job's declaration before any work
     except Exception as exc:  # noqa: BLE001 - a bad spec becomes a failed result, never a crash
-        error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0}
+        log.error("Job %r on %r refused: %s", spec.job, spec.table, exc)
+        error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0,
+                 "kind": "permanent"}
         return JobResult(status="error", error=error, duration_s=time.monotonic() - started, **common)
 
     def attempt() -> JobOutput:
         ctx.attempt += 1
         return fn(ctx)
 
+    def on_retry(exc: BaseException, number: int, delay: float) -> None:
+        log.warning(
+            "Job %r on %r: attempt %d failed (%s, %s): %s; retrying in %.2f s (attempt %d of %d)",
+            spec.job, spec.table, number, type(exc).__name__, classify(exc), exc, delay, number + 1,
+            policy.max_attempts,
+        )
+
     try:
-        out = run_with_conflict_policy(attempt, policy)
+        out = run_with_conflict_policy(attempt, policy, on_retry=on_retry)
     except Exception as exc:
-        log.exception("Job %r on %r failed after %d attempt(s)", spec.job, spec.table, ctx.attempt)
         error = failure_record(exc, policy)
+        log.error(
+            "Job %r on %r failed after %d attempt(s) (%s, %s error, action %s): %s",
+            spec.job, spec.table, ctx.attempt, type(exc).__name__, error["kind"], error["action"], exc,
+            exc_info=error["kind"] == "unknown",
+        )
         if isinstance(exc, JobSpecError):
             error["action"] = "fail"  # a bad option stays bad on every retry
         return JobResult(

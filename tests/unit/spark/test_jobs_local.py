@@ -190,4 +190,4 @@ def test_source_option_without_spark_fails_with_a_clear_message(tmp_path: Path) 
     assert code == 2
     assert result.error is not None
     assert result.error["action"] == "fail"
-    assert "option 'source' needs Spark" in result.error["message"]
+    assert "option 'source' needs engine 'spark'" in result.error["message"]
