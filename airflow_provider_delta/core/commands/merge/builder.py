@@ -84,6 +84,19 @@ class MergeBuilder:
         self._isolation_level = isolation_level
         self._clauses: list[MergeClause] = []
 
+    @classmethod
+    def from_spec(cls, target: Callable[[], Snapshot], source: Any, spec: MergeSpec, **options: Any) -> MergeBuilder:
+        """A builder holding a parsed statement's clauses (``options`` as for the constructor).
+
+        ``MERGE WITH SCHEMA EVOLUTION`` turns evolution on; without it the session default applies.
+        """
+        builder = cls(
+            target, source, spec.condition, source_alias=spec.source_alias, target_alias=spec.target_alias,
+            schema_evolution=spec.schema_evolution or None, **options,
+        )
+        builder._clauses.extend(spec.clauses)
+        return builder
+
     def _add(
         self,
         kind: ClauseKind,
@@ -193,17 +206,7 @@ def run_merge_sql(
                 clause="USING",
             )
         source = found[0]
-    spec = parsed.spec
-    builder = MergeBuilder(
-        target,
-        source,
-        spec.condition,
-        source_alias=spec.source_alias,
-        target_alias=spec.target_alias,
-        schema_evolution=spec.schema_evolution or None,
-        isolation_level=isolation_level,
-        on_commit=on_commit,
-        executor=executor,
+    builder = MergeBuilder.from_spec(
+        target, source, parsed.spec, isolation_level=isolation_level, on_commit=on_commit, executor=executor
     )
-    builder._clauses.extend(spec.clauses)
     return builder.execute()
