@@ -27,7 +27,7 @@ def _ours(path: str, source: Any) -> dict[str, Any]:
     # The merge modules (and sqlglot, which they load) are imported before the clock starts, as
     # ``import deltalake`` is for delta-rs: the timing is the merge, not module loading.
     import_started = time.perf_counter()
-    import airflow_provider_delta.core.commands.merge.local  # noqa: F401
+    import airflow_provider_delta.core.commands.merge.command  # noqa: F401
 
     imports_ms = (time.perf_counter() - import_started) * 1000
     started = time.perf_counter()

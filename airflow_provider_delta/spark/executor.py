@@ -13,7 +13,8 @@ so the files are exactly those the local executor writes:
   command's :data:`~airflow_provider_delta.core.executor.FileRewrite` (a picklable dataclass), writes
   the kept rows and, when recording changes, its change rows as ``_change_data`` files;
 - ``change_rows``: the DataFrame's rows written as change files by tasks (``cdc`` actions back);
-- ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here.
+- ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here;
+- ``merge``: a planned MERGE joined by Spark (:mod:`airflow_provider_delta.spark.merge_execution`).
 
 Only the actions returned by successful task attempts reach the driver, and the driver commits once:
 files written by a failed or speculative attempt are never referenced (they are orphans that vacuum
@@ -43,6 +44,7 @@ from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
 from airflow_provider_delta.exceptions import SchemaMismatchError
 from airflow_provider_delta.spark.environment import require_executor_environment
+from airflow_provider_delta.spark.merge_execution import run_spark_merge
 from airflow_provider_delta.spark.tasks import (
     RECORD_SCHEMA,
     collect_records,
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from airflow_provider_delta.core.change_data import ChangeType
+    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.executor import ChangeRows, FileRewrite
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
@@ -187,9 +190,20 @@ class SparkExecutor(Executor):
         """
         raise NotImplementedError(
             f"Cannot read {len(files)} file(s) of table {target.location!r} into the driver with the Spark "
-            "executor: MERGE on Spark is not implemented yet. Help: run MERGE with the local executor "
-            "(the default), or read the table as a DataFrame with airflow_provider_delta.spark.read_delta"
+            "executor: rows stay on the executors. Help: read the table as a DataFrame with "
+            "airflow_provider_delta.spark.read_delta"
         )
+
+    def merge(self, job: MergeJob) -> MergeOutcome:
+        """A planned MERGE's row work in one Spark job: target files read by tasks, joined with the
+        source by Spark, clauses evaluated as Spark SQL, files written by tasks (see
+        :mod:`airflow_provider_delta.spark.merge_execution`); only actions come back.
+
+        Raises:
+            MergeError: a value does not fit its column.
+            MergeMultipleMatchError: several source rows would update or delete one target row.
+        """
+        return run_spark_merge(self.spark, job, self.task_hook)
 
     def _check_fits(self, target: WriteTarget, frame: DataFrame) -> None:
         """Refuse columns that do not fit the table before any task writes a file."""

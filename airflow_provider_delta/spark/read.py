@@ -22,14 +22,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import orjson
 import pyarrow as pa
+from pyspark.sql import types as st
 
 from airflow_provider_delta.core.actions import AddFile
-from airflow_provider_delta.core.read.scan import plan_scan, read_file
+from airflow_provider_delta.core.read.scan import plan_scan, read_add_file, read_file
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, without_column_mapping
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.spark.environment import require_executor_environment
 from airflow_provider_delta.spark.tasks import delta_errors, file_frame, map_in_arrow, spark_arrow_schema
@@ -44,7 +47,12 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.read.scan import ScanPlan
     from airflow_provider_delta.core.schema.mapping import ColumnMappingMode
 
-__all__ = ["read_delta"]
+__all__ = ["FILE_INDEX", "ROW_INDEX", "file_rows_frame", "read_delta"]
+
+FILE_INDEX = "__delta_file_index"
+""":func:`file_rows_frame`'s column: the position of a row's file in the list of files (int)."""
+ROW_INDEX = "__delta_row_index"
+""":func:`file_rows_frame`'s column: the row's position among its file's live rows (long)."""
 
 # Rows per Arrow batch a read task yields (Spark's spark.sql.execution.arrow.maxRecordsPerBatch).
 _BATCH_ROWS = 10_000
@@ -141,3 +149,50 @@ class _ReadTask:
         return table.select(list(plan.columns)).cast(self.arrow_schema)
 
 
+def file_rows_frame(
+    spark: SparkSession, layout: WriteTarget, files: Sequence[AddFile], schema: StructType
+) -> DataFrame:
+    """Every live row of ``files`` as a DataFrame read by Spark tasks, with each row's position.
+
+    The rows are those of core's ``read_add_file`` (deletion vectors applied, partition values and
+    column mapping resolved), conformed to ``schema`` (e.g. a MERGE's evolved schema: new columns
+    null), plus :data:`FILE_INDEX` (the file's index in ``files``) and :data:`ROW_INDEX`. A file's
+    rows are read by one task. MERGE on Spark reads its target files this way.
+    """
+    columns = without_column_mapping(schema)
+    spark_schema = to_spark_schema(columns)
+    spark_schema = spark_schema.add(st.StructField(FILE_INDEX, st.IntegerType(), False)).add(
+        st.StructField(ROW_INDEX, st.LongType(), False)
+    )
+    if not files:
+        return spark.createDataFrame([], spark_schema)
+    arrow_schema = spark_arrow_schema(spark, columns)
+    arrow_schema = arrow_schema.append(pa.field(FILE_INDEX, pa.int32(), False)).append(
+        pa.field(ROW_INDEX, pa.int64(), False)
+    )
+    task = _FileRowsTask(layout=layout, schema=schema, arrow_schema=arrow_schema)
+    return map_in_arrow(file_frame(spark, files, with_stats=False), task, spark_schema)
+
+
+@dataclass(frozen=True)
+class _FileRowsTask:
+    """``mapInArrow`` function over a file frame: each file's live rows with their positions."""
+
+    layout: WriteTarget
+    schema: StructType
+    arrow_schema: pa.Schema
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                payload = orjson.loads(text)
+                with delta_errors():
+                    rows = read_add_file(self.layout, AddFile.from_dict(payload["add"]))
+                    if self.schema != self.layout.schema:
+                        rows = conform_to_table(rows, self.schema)
+                n = rows.num_rows
+                if not n:
+                    continue
+                rows = rows.append_column(FILE_INDEX, pa.array(np.full(n, payload["index"], np.int32)))
+                rows = rows.append_column(ROW_INDEX, pa.array(np.arange(n, dtype=np.int64)))
+                yield from rows.cast(self.arrow_schema).to_batches(max_chunksize=_BATCH_ROWS)

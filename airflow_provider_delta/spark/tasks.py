@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.group import GroupedData
 
     from airflow_provider_delta.core.actions import AddFile
     from airflow_provider_delta.core.schema.types import StructType
@@ -46,6 +47,7 @@ __all__ = [
     "RECORD_COLUMN",
     "RECORD_SCHEMA",
     "TaskError",
+    "apply_in_arrow",
     "collect_records",
     "delta_errors",
     "file_frame",
@@ -131,6 +133,12 @@ def map_in_arrow(frame: DataFrame, task: Any, schema: Any) -> DataFrame:
     """``frame.mapInArrow(task, schema)`` without pyspark's pandas-version warning (see above)."""
     with _quiet_pandas_warning():
         return frame.mapInArrow(task, schema)
+
+
+def apply_in_arrow(grouped: GroupedData, task: Any, schema: Any) -> DataFrame:
+    """``grouped.applyInArrow(task, schema)`` without pyspark's pandas-version warning (see above)."""
+    with _quiet_pandas_warning():
+        return grouped.applyInArrow(task, schema)
 
 
 def collect_records(frame: DataFrame) -> list[dict[str, Any]]:

@@ -11,7 +11,9 @@ step that touches rows to an :class:`Executor`:
   rows as ``_change_data`` files and return their ``cdc`` actions (``write_files_and_changes``: data
   files and change rows from one pass over the rows);
 - ``read_files``: these files' live rows as Arrow (the MERGE target);
-- ``data_schema``: the Arrow schema of the rows an engine was given (for schema evolution).
+- ``data_schema``: the Arrow schema of the rows an engine was given (for schema evolution);
+- ``merge``: a planned MERGE's row work with the engine's own join (Spark), or None: the command then
+  joins in this process with pyarrow over ``read_files`` / ``write_files`` / ``write_changes``.
 
 :class:`~airflow_provider_delta.core.executor.local.LocalExecutor` does all of it with pyarrow on the
 engine's thread pool. The Spark executor (``airflow_provider_delta.spark``) does it in Spark tasks,
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.change_data import ChangeType
+    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.write.target import WriteTarget
@@ -146,3 +149,17 @@ class Executor(ABC):
 
         Deletion vectors applied, partition columns included, logical names of ``target.schema``.
         """
+
+    def merge(self, job: MergeJob) -> MergeOutcome | None:
+        """Do a planned MERGE's row work with this engine's own join, or return None.
+
+        None (the default, and the local executor's answer) means the engine has no join of its own:
+        the MERGE command then reads the candidate files, joins and runs the clauses with pyarrow in
+        this process, and writes through :meth:`read_files`, :meth:`write_files` and
+        :meth:`write_changes`. An engine that joins (Spark) returns the files it removed and wrote.
+
+        Raises:
+            MergeError: a value does not fit its column.
+            MergeMultipleMatchError: several source rows would update or delete one target row.
+        """
+        return None

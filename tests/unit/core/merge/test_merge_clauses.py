@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.commands.merge.local import execute_merge
+from airflow_provider_delta.core.commands.merge.command import execute_merge
 from airflow_provider_delta.exceptions import (
     ConcurrentAppendException,
     MergeError,

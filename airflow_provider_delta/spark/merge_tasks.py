@@ -1,0 +1,247 @@
+"""The Spark tasks of MERGE: one call per group of joined rows, written with the engine's writer.
+
+Spark joins the target rows with the source and evaluates the clause conditions and values as Spark
+SQL (:mod:`airflow_provider_delta.spark.merge`); the rows then reach these tasks grouped: every row
+of one target file in one group (its matched pairs, or the row alone when nothing matched), and the
+rows to insert in a few groups of their own. A :class:`MergeGroupTask` turns a group into files with
+core's code, so the rows written, their casts and the change data are those of the local executor:
+
+- a target file's group: at most one clause acts on a target row (two matched source rows that would
+  update or delete it raise ``MergeMultipleMatchError``, as locally); when a row is updated or
+  deleted the file is rewritten (unchanged rows copied in their order, then the updated rows), the
+  values cast with core's store assignment (:func:`~airflow_provider_delta.core.commands.merge.local.assign_values`),
+  and, on a change-data-feed table, ``update_preimage``/``update_postimage``/``delete`` rows written;
+- an insert group: the new rows built from null rows and the clause's values, written as new files,
+  with ``insert`` change rows when the driver may need them (it drops them when no file is removed).
+
+Each task yields one JSON record: the file's index, the ``add``/``cdc`` actions and the counters.
+
+Example:
+    >>> task = MergeGroupTask(target, clauses, duplicates_allowed=False, record_changes=True,
+    ...                       insert_changes=True, on="t.id = s.id")          # doctest: +SKIP
+    >>> frame.groupBy(GROUP).applyInArrow(task, RECORD_SCHEMA)              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS
+from airflow_provider_delta.core.commands.merge.local import assign_values
+from airflow_provider_delta.core.schema.conform import null_table
+from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
+from airflow_provider_delta.core.write.files import conform_to_table
+from airflow_provider_delta.core.write.rows import write_rows
+from airflow_provider_delta.exceptions import MergeMultipleMatchError
+from airflow_provider_delta.spark.read import FILE_INDEX, ROW_INDEX
+from airflow_provider_delta.spark.tasks import delta_errors, records_batch
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from airflow_provider_delta.core.actions import AddCDCFile, AddFile
+    from airflow_provider_delta.core.commands.merge.plan import PlannedClause
+    from airflow_provider_delta.core.write.target import WriteTarget
+
+__all__ = [
+    "BY_SOURCE",
+    "GROUP",
+    "INSERT",
+    "MATCHED",
+    "MergeGroupTask",
+    "TaskClause",
+    "target_column",
+    "value_column",
+]
+
+GROUP = "__delta_merge_group"
+"""The group of a joined row: its target file's index, or a negative number for rows to insert."""
+MATCHED = "__delta_merge_matched"
+"""A matched pair's WHEN MATCHED clause (its index among them, -1: none); null for other rows."""
+INSERT = "__delta_merge_insert"
+"""An unmatched source row's WHEN NOT MATCHED clause (-1: none); null for other rows."""
+BY_SOURCE = "__delta_merge_by_source"
+"""An unmatched target row's WHEN NOT MATCHED BY SOURCE clause (-1: none); null for other rows."""
+
+
+def target_column(index: int) -> str:
+    """The column holding the target's ``index``-th column (evolved schema order) in the joined rows."""
+    return f"__delta_merge_t{index}"
+
+
+def value_column(clause: int, assignment: int) -> str:
+    """The column holding clause ``clause``'s ``assignment``-th value (null on rows it does not reach)."""
+    return f"__delta_merge_v{clause}_{assignment}"
+
+
+@dataclass(frozen=True)
+class TaskClause:
+    """What a task needs of a clause: kind, action, label (for errors) and the paths it assigns."""
+
+    kind: str
+    action: str
+    label: str
+    paths: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, clause: PlannedClause) -> TaskClause:
+        """The task's view of a planned clause."""
+        return cls(clause.kind, clause.action, clause.label, tuple(a.path for a in clause.assignments))
+
+
+@dataclass(frozen=True)
+class MergeGroupTask:
+    """``applyInArrow`` function over the joined rows grouped by :data:`GROUP` (see the module docstring).
+
+    Attributes:
+        target: the table as writers see it (the evolved schema).
+        clauses: every clause, matched then not matched then not matched by source (the plan's order);
+            value columns are numbered by this position.
+        duplicates_allowed: several matches per target row are allowed (a lone unconditional DELETE).
+        record_changes: write change data for rewritten files.
+        insert_changes: also write ``insert`` change rows for inserted rows (the driver keeps them
+            only when the merge removes a file).
+        on: the ON condition, for the multiple-match error.
+        hook: called with the task's actions after it wrote its files (tests).
+    """
+
+    target: WriteTarget
+    clauses: tuple[TaskClause, ...]
+    duplicates_allowed: bool
+    record_changes: bool
+    insert_changes: bool
+    on: str
+    hook: Callable[[Sequence[AddFile | AddCDCFile]], None] | None = None
+
+    def __call__(self, key: tuple[Any, ...], table: pa.Table) -> pa.Table:
+        record = None
+        if table.num_rows:
+            with delta_errors():
+                record = self._file_group(table) if key[0].as_py() >= 0 else self._insert_group(table)
+        return pa.Table.from_batches([records_batch([record] if record is not None else [])])
+
+    # ------------------------------------------------------------------------------- target files
+    def _file_group(self, table: pa.Table) -> dict[str, Any] | None:
+        rows = table.column(ROW_INDEX).to_numpy()
+        matched = _codes(table, MATCHED)
+        by_source = _codes(table, BY_SOURCE)
+        acted = (matched >= 0) | (by_source >= 0)
+        order = np.lexsort((~acted, rows))  # by target row, the acting pair first
+        starts = np.flatnonzero(np.r_[True, rows[order][1:] != rows[order][:-1]])
+        if not self.duplicates_allowed and len(starts) < len(order):
+            per_row = np.add.reduceat((matched[order] >= 0).astype(np.int64), starts)
+            if (per_row > 1).any():
+                raise MergeMultipleMatchError(
+                    "Cannot perform MERGE: multiple source rows matched the same target row and tried to update "
+                    f"or delete it (ON {self.on}). Help: deduplicate the source on the join keys, e.g. keep "
+                    "the latest change per key",
+                    clause="ON condition",
+                )
+        chosen = order[starts]  # one joined row per target row, in the file's row order
+        offsets = self._offsets()
+        m, b = matched[chosen], by_source[chosen]
+        clause_of = np.where(m >= 0, offsets["matched"] + m, np.where(b >= 0, offsets["not_matched_by_source"] + b, -1))
+        if not (clause_of >= 0).any():
+            return None  # nothing updated or deleted: the file stays
+        original = self._original(table.take(pa.array(chosen)))
+        counts = dict.fromkeys(CLAUSE_COUNTERS, 0)
+        copied = np.flatnonzero(clause_of < 0)
+        kept = [original.take(pa.array(copied))]
+        before: list[pa.Table] = []
+        after: list[pa.Table] = []
+        deleted: list[np.ndarray] = []
+        for c, clause in enumerate(self.clauses):
+            picked = np.flatnonzero(clause_of == c)
+            if not len(picked):
+                continue
+            kind = "Matched" if clause.kind == "matched" else "NotMatchedBySource"
+            if clause.action == "delete":
+                deleted.append(picked)
+                counts[f"numTargetRows{kind}Deleted"] += len(picked)
+                continue
+            old = original.take(pa.array(picked))
+            new = self._assign(old, table, chosen[picked], c)
+            kept.append(new)
+            before.append(old)
+            after.append(new)
+            counts[f"numTargetRows{kind}Updated"] += len(picked)
+        rows_out = pa.concat_tables(kept)
+        added = write_rows(self.target, rows_out) if rows_out.num_rows else []
+        cdc: list[AddCDCFile] = []
+        if self.record_changes:
+            changes = [tag_changes(t, "update_preimage") for t in before]
+            changes += [tag_changes(t, "update_postimage") for t in after]
+            changes += [tag_changes(original.take(pa.array(d)), "delete") for d in deleted]
+            cdc = write_change_files(self.target, pa.concat_tables(changes)) if changes else []
+        self._after_write(added, cdc)
+        return {
+            "index": int(table.column(FILE_INDEX)[0].as_py()),
+            "added": [a.to_dict() for a in added],
+            "cdc": [c.to_dict() for c in cdc],
+            "counts": counts,
+            "copied": len(copied),
+        }
+
+    # ------------------------------------------------------------------------------------ inserts
+    def _insert_group(self, table: pa.Table) -> dict[str, Any] | None:
+        chosen = _codes(table, INSERT)
+        offset = self._offsets()["not_matched"]
+        parts = []
+        for c, clause in enumerate(self.clauses):
+            if clause.kind != "not_matched":
+                continue
+            picked = np.flatnonzero(chosen == c - offset)
+            if len(picked):
+                parts.append(self._assign(null_table(self.target.schema, len(picked)), table, picked, c))
+        if not parts:
+            return None
+        inserted = pa.concat_tables(parts)
+        added = write_rows(self.target, inserted)
+        cdc = write_change_files(self.target, tag_changes(inserted, "insert")) if self.insert_changes else []
+        self._after_write(added, cdc)
+        return {
+            "index": None,
+            "added": [a.to_dict() for a in added],
+            "cdc": [c.to_dict() for c in cdc],
+            "counts": {**dict.fromkeys(CLAUSE_COUNTERS, 0), "numTargetRowsInserted": inserted.num_rows},
+            "copied": 0,
+        }
+
+    # ------------------------------------------------------------------------------------ helpers
+    def _offsets(self) -> dict[str, int]:
+        """The position of each kind's first clause in :attr:`clauses`."""
+        offsets: dict[str, int] = {}
+        for i, clause in enumerate(self.clauses):
+            offsets.setdefault(clause.kind, i)
+        return offsets
+
+    def _original(self, rows: pa.Table) -> pa.Table:
+        """The target columns of ``rows`` in the evolved schema's names and Arrow types."""
+        names = self.target.schema.names
+        columns = [rows.column(target_column(i)) for i in range(len(names))]
+        return conform_to_table(pa.table(columns, names=list(names)), self.target.schema)
+
+    def _assign(self, base: pa.Table, table: pa.Table, rows: np.ndarray, clause: int) -> pa.Table:
+        """``base`` with clause ``clause``'s values (taken at ``rows`` of ``table``) assigned."""
+        spec = self.clauses[clause]
+        index = pa.array(rows)
+        for j, path in enumerate(spec.paths):
+            values = table.column(value_column(clause, j)).take(index)
+            base = assign_values(base, path, values, self.target.schema, spec.label)
+        return base
+
+    def _after_write(self, added: Sequence[AddFile], cdc: Sequence[AddCDCFile]) -> None:
+        if self.hook is not None:
+            self.hook([*added, *cdc])
+
+
+def _codes(table: pa.Table, name: str) -> np.ndarray:
+    """A clause-code column as integers (-1 where null or absent)."""
+    if name not in table.column_names:
+        return np.full(table.num_rows, -1, dtype=np.int64)
+    return np.asarray(pc.fill_null(table.column(name), -1).to_numpy(), dtype=np.int64)
