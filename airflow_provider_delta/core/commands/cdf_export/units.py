@@ -146,7 +146,8 @@ def write_unit(job: UnitJob, unit: ExportUnit) -> dict[str, Any]:
                               "bytes": 0, "counts": row_counts(rows)}
     if not rows.num_rows:
         return record
-    data = encode_parquet(rows) if job.format == "parquet" else encode_jsonl(rows)
+    # Parquet: the partition column lives in the path only, as Hive, Spark and pyarrow datasets expect.
+    data = encode_parquet(rows.drop_columns(["_commit_version"])) if job.format == "parquet" else encode_jsonl(rows)
     path = data_file_path(unit.version, unit.seq, job.format)
     job.sink.write(path, data)
     record.update(path=path, bytes=len(data))
