@@ -199,6 +199,56 @@ class ChangeDataSchemaError(ChangeDataFeedError, SchemaError):
     """The requested range crosses a schema change the read schema cannot represent (rename, drop, type)."""
 
 
+class ChangeDataExportError(ChangeDataFeedError):
+    """A change data export cannot run as asked; nothing was written to the sink."""
+
+
+class ExportRangeError(ChangeDataExportError):
+    """The requested range would leave a gap or an overlap with what the sink holds, or is inverted.
+
+    ``watermark`` is the last source version the sink holds (None for an empty sink).
+    """
+
+    def __init__(self, message: str, *, version: int | None = None, watermark: int | None = None) -> None:
+        super().__init__(message, version=version)
+        self.watermark = watermark
+
+
+class ExportSinkError(ChangeDataExportError):
+    """The sink holds another export: another format, another source table or another export name."""
+
+    def __init__(self, message: str, *, sink: str | None = None) -> None:
+        super().__init__(message)
+        self.sink = sink
+
+
+class ExportOptionError(ChangeDataExportError, ValueError):
+    """An export option is invalid (a key column the table lacks, an envelope without keys, ...)."""
+
+
+class ChangeDataMissingError(ChangeDataExportError):
+    """A commit file or a change/data file of the range is gone (log cleanup, VACUUM); ``path`` names it."""
+
+    def __init__(self, message: str, *, version: int | None = None, path: str | None = None) -> None:
+        super().__init__(message, version=version)
+        self.path = path
+
+
+class ExportSchemaChangeError(ChangeDataExportError, SchemaError):
+    """A schema change inside the range cannot be applied to the Delta sink (only added nullable columns can)."""
+
+
+class ExportWatermarkError(ChangeDataExportError):
+    """A registered change data exporter still needs files an operation would delete (``exporter``, ``version``)."""
+
+    def __init__(
+        self, message: str, *, exporter: str | None = None, version: int | None = None, path: str | None = None
+    ) -> None:
+        super().__init__(message, version=version)
+        self.exporter = exporter
+        self.path = path
+
+
 class JobSpecError(ValueError, DeltaError):
     """A Spark job's JSON spec or result is malformed (unknown job, missing table, bad option)."""
 
@@ -212,7 +262,9 @@ class ExecutorEnvironmentError(DeltaError):
 
 
 __all__ = [
+    "ChangeDataExportError",
     "ChangeDataFeedError",
+    "ChangeDataMissingError",
     "ChangeDataNotRecordedError",
     "ChangeDataSchemaError",
     "CommitError",
@@ -226,6 +278,11 @@ __all__ = [
     "DeltaConcurrentModificationException",
     "DeltaError",
     "ExecutorEnvironmentError",
+    "ExportOptionError",
+    "ExportRangeError",
+    "ExportSchemaChangeError",
+    "ExportSinkError",
+    "ExportWatermarkError",
     "JobSpecError",
     "LogCorruptedError",
     "MergeError",

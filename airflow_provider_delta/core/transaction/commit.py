@@ -132,6 +132,8 @@ class Transaction:
         self._read_whole_table = False
         self._read_app_ids: set[str] = set()
         self.committed_version: int | None = None
+        #: Delta's free-form ``commitInfo.userMetadata`` (a string), written when set.
+        self.user_metadata: str | None = None
 
     # -- phase 1: reads --------------------------------------------------------------------
     def read_files(self, predicate: Any = None) -> list[AddFile]:
@@ -271,6 +273,8 @@ class Transaction:
         }
         if version > 0:
             info["readVersion"] = self.read_version
+        if self.user_metadata is not None:
+            info["userMetadata"] = self.user_metadata
         metadata = self._metadata or self.snapshot.metadata if version > 0 else self._metadata
         if metadata is not None and metadata.configuration.get(
             "delta.enableInCommitTimestamps", "false"

@@ -7,6 +7,7 @@ A new job (merge, vacuum, reorg, CDF export) is one module with a ``run`` functi
 from __future__ import annotations
 
 JOBS: dict[str, str] = {
+    "cdf_export": "airflow_provider_delta.spark.jobs.cdf_export",
     "checkpoint": "airflow_provider_delta.spark.jobs.checkpoint",
     "write": "airflow_provider_delta.spark.jobs.write",
 }
