@@ -16,7 +16,6 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_delta.core.actions import (
@@ -248,13 +247,10 @@ def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) 
     chunks (tens of MB for the stats of a large checkpoint). On an object store a request per buffer
     would be slow, so there each row group is fetched in one coalesced read.
     """
-    path = storage.resolve(relative_path)
-    fs = storage.arrow_filesystem()
-    local = isinstance(fs, pafs.LocalFileSystem)
+    local = not storage.lists_cheaply
     try:
-        pf = pq.ParquetFile(
-            path, filesystem=fs, buffer_size=_LOCAL_READ_BUFFER if local else 0, pre_buffer=not local
-        )
+        source = storage.open_input_file(relative_path)
+        pf = pq.ParquetFile(source, buffer_size=_LOCAL_READ_BUFFER if local else 0, pre_buffer=not local)
     except FileNotFoundError:
         raise LogCorruptedError(f"Cannot read checkpoint file {relative_path!r}: it does not exist",
                                 path=relative_path) from None
@@ -276,8 +272,9 @@ def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) 
         wanted += [f"{name}.{sub}" for sub in subfields if sub in present]
     pool = pa.default_memory_pool()
     # Single-threaded decoding: per-thread allocator caches would otherwise each keep a batch's pages.
-    for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=wanted, use_threads=False):
-        yield pa.Table.from_batches([batch])
+    with source:
+        for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=wanted, use_threads=False):
+            yield pa.Table.from_batches([batch])
         del batch
         # Hand decoded pages back now: the allocator would otherwise keep them as the peak grows.
         pool.release_unused()
