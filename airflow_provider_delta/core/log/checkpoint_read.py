@@ -240,7 +240,9 @@ def _to_json_like(value: Any) -> Any:
     return value
 
 
-def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) -> Iterator[pa.Table]:
+def _read_parquet(
+    storage: Storage, relative_path: str, columns: Iterable[str], size: int | None = None
+) -> Iterator[pa.Table]:
     """The wanted columns of a checkpoint file, a few thousand rows at a time (keeps peak memory low).
 
     A local file is read through a small buffer, page by page, instead of pre-buffering whole column
@@ -249,7 +251,7 @@ def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) 
     """
     local = not storage.lists_cheaply
     try:
-        source = storage.open_input_file(relative_path)
+        source = storage.open_input_file(relative_path, size=size)
         pf = pq.ParquetFile(source, buffer_size=_LOCAL_READ_BUFFER if local else 0, pre_buffer=not local)
     except FileNotFoundError:
         raise LogCorruptedError(f"Cannot read checkpoint file {relative_path!r}: it does not exist",
@@ -340,7 +342,7 @@ def apply_checkpoint(state: ReplayState, storage: Storage, ref: CheckpointRef) -
                                         version=ref.version, path=lf.path) from None
             sidecars += _apply_json_checkpoint(state, data, lf.path)
         else:
-            for part in _read_parquet(storage, lf.path, _ACTION_COLUMNS):
+            for part in _read_parquet(storage, lf.path, _ACTION_COLUMNS, lf.size or None):
                 sidecars += _apply_parquet(state, part, ref.version)
     for sidecar in sidecars:
         # PROTOCOL.md "Sidecar File Information": relative paths are under _delta_log/_sidecars.

@@ -10,7 +10,7 @@ missing, corrupt, stale, or points past the version asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -204,7 +204,9 @@ def _hinted_checkpoint(storage: Storage, hint: dict[str, Any]) -> tuple[Checkpoi
         names = list_from(storage, start)  # the checkpoint's files and the commits after it, at once
         if not all(f.name in names for f in checkpoint.files):
             return None
-        return checkpoint, _contiguous_from(names, start)
+        # The listing knows the sizes: reading the checkpoint then needs no HEAD.
+        files = tuple(replace(f, size=names[f.name]) for f in checkpoint.files)
+        return replace(checkpoint, files=files), _contiguous_from(names, start)
     if not all(storage.exists(f.path) for f in checkpoint.files):
         return None
     return checkpoint, gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start

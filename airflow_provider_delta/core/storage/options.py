@@ -176,6 +176,10 @@ class StoreOptions:
     client: dict[str, Any] = field(default_factory=dict)
     retry: dict[str, Any] = field(default_factory=dict)
 
+    def __repr__(self) -> str:
+        # Never print credentials, even by accident (a repr in a log line or a traceback).
+        return f"StoreOptions({self.provider!r}, config={redacted(self.config)}, client={self.client})"
+
 
 def _boolean(key: str, value: object) -> bool:
     if isinstance(value, bool):
