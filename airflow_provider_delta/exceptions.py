@@ -261,13 +261,57 @@ class ExecutorEnvironmentError(DeltaError):
         self.module = module
 
 
+class StorageError(DeltaError):
+    """The table's storage (object store or file system) failed a request, after its retries.
+
+    ``location`` is the table, ``path`` the file at fault (when there is one), ``transient`` says
+    whether waiting and retrying may help (throttling, an endpoint that does not answer).
+    """
+
+    def __init__(
+        self, message: str, *, location: str | None = None, path: str | None = None, transient: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.location = location
+        self.path = path
+        self.transient = transient
+
+
+class StorageAccessDeniedError(StorageError):
+    """The store refused the credentials (wrong or expired keys, missing permission)."""
+
+
+class BucketNotFoundError(StorageError):
+    """The bucket (or container) of the table's location does not exist."""
+
+
+class StorageUnavailableError(StorageError):
+    """The store did not answer or kept failing (throttling, 5xx, timeouts) through every retry."""
+
+
+class InvalidStorageOptionsError(ValueError, StorageError):
+    """``storage_options`` hold an unknown key or a bad value, or the location's scheme is unsupported."""
+
+
+class CommitOutcomeUnknownError(CommitError, StorageError):
+    """A commit's write failed in a way that hides whether it landed; ``version`` says which to check."""
+
+    def __init__(self, message: str, *, version: int | None = None, location: str | None = None) -> None:
+        CommitError.__init__(self, message, version=version)
+        self.location = location
+        self.path = None
+        self.transient = True
+
+
 __all__ = [
+    "BucketNotFoundError",
     "ChangeDataExportError",
     "ChangeDataFeedError",
     "ChangeDataMissingError",
     "ChangeDataNotRecordedError",
     "ChangeDataSchemaError",
     "CommitError",
+    "CommitOutcomeUnknownError",
     "CommitRetriesExhaustedError",
     "ConcurrentAppendException",
     "ConcurrentDeleteDeleteException",
@@ -283,6 +327,7 @@ __all__ = [
     "ExportSchemaChangeError",
     "ExportSinkError",
     "ExportWatermarkError",
+    "InvalidStorageOptionsError",
     "JobSpecError",
     "LogCorruptedError",
     "MergeError",
@@ -295,6 +340,9 @@ __all__ = [
     "SchemaError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
+    "StorageAccessDeniedError",
+    "StorageError",
+    "StorageUnavailableError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedFeatureError",

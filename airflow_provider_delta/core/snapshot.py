@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_delta.core.log.file_index import FileIndex
 from airflow_provider_delta.core.log.paths import LogFile, commit_path
-from airflow_provider_delta.core.log.replay import ReplayState, read_commit, replay
-from airflow_provider_delta.core.log.segment import LogSegment, build_segment, gallop_latest
+from airflow_provider_delta.core.log.replay import ReplayState, read_commits, replay
+from airflow_provider_delta.core.log.segment import LogSegment, build_segment, gallop_latest, newest_from
 from airflow_provider_delta.core.protocol import check_readable
 from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.exceptions import LogCorruptedError, VersionNotFoundError
@@ -67,9 +67,10 @@ class Snapshot:
         Raises:
             VersionNotFoundError: ``version`` is older than this snapshot or newer than the latest.
         """
-        latest = self.version
-        if self.storage.exists(commit_path(self.version + 1)):
-            latest = gallop_latest(self.storage, self.version + 1)
+        latest = newest_from(self.storage, self.version)
+        if latest is None:  # this snapshot's own commit is gone (cleaned up): probe from the next one
+            nxt = commit_path(self.version + 1)
+            latest = gallop_latest(self.storage, self.version + 1) if self.storage.exists(nxt) else self.version
         target = latest if version is None else version
         if target < self.version or target > latest:
             raise VersionNotFoundError(
@@ -82,10 +83,9 @@ class Snapshot:
             return self
         delta = ReplayState(protocol=self.protocol, metadata=self.metadata, txns=dict(self._txns),
                             domains=dict(self._domains))
-        commits = []
-        for v in range(self.version + 1, target + 1):
-            delta.apply_actions(read_commit(self.storage, commit_path(v), v), version=v)
-            commits.append(LogFile(f"{v:020d}.json", "commit", v))
+        commits = [LogFile(f"{v:020d}.json", "commit", v) for v in range(self.version + 1, target + 1)]
+        for lf, actions in read_commits(self.storage, commits):
+            delta.apply_actions(actions, version=lf.version)
         segment = LogSegment(target, self.segment.checkpoint, self.segment.commits + tuple(commits))
         new = Snapshot.__new__(Snapshot)
         new.storage, new.location, new.segment, new.version = self.storage, self.location, segment, target

@@ -40,7 +40,10 @@ class DeltaTable:
         version: load this version instead of the latest.
         timestamp: load the newest version committed at or before this time (a datetime, naive
             meaning UTC; a ``yyyy-MM-dd[ HH:mm:ss[.SSS]]`` string; or epoch milliseconds).
-        storage_options: options for object stores (reserved).
+        storage_options: options for object stores, with delta-rs's keys (case-insensitive), e.g.
+            ``{"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "eu-west-1",
+            "AWS_ALLOW_HTTP": "true"}``; credentials not given are read from the environment
+            (``AWS_ACCESS_KEY_ID`` ...). See README "Tables on S3".
 
     Raises:
         TableNotFoundError: no Delta table at ``location``.
@@ -68,6 +71,7 @@ class DeltaTable:
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
             raise DeltaError(f"Cannot load table {location!r}: version must be an int, found {version!r}")
         self.location = str(location)
+        self._storage_options = dict(storage_options) if storage_options else None
         self.storage: Storage = storage_for(self.location, storage_options)
         if timestamp is not None:
             latest = load_snapshot(self.storage, self.location)
@@ -389,11 +393,11 @@ class DeltaTable:
 
     def load_version(self, version: int) -> DeltaTable:
         """The same table at another version."""
-        return DeltaTable(self.location, version=version)
+        return DeltaTable(self.location, version=version, storage_options=self._storage_options)
 
     def refresh(self) -> DeltaTable:
         """The same table at its newest version."""
-        return DeltaTable(self.location)
+        return DeltaTable(self.location, storage_options=self._storage_options)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.location!r}, version={self.version})"

@@ -26,8 +26,9 @@ from airflow_provider_delta.core.log.checkpoint_read import apply_checkpoint
 from airflow_provider_delta.exceptions import LogCorruptedError
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Iterable, Iterator, Sequence
 
+    from airflow_provider_delta.core.log.paths import LogFile
     from airflow_provider_delta.core.log.segment import LogSegment
     from airflow_provider_delta.core.storage import Storage
 
@@ -151,11 +152,37 @@ class ReplayState:
         del version
 
 
+#: Commits fetched at once from an object store (concurrently), then applied in order.
+_REMOTE_BATCH = 128
+
+
+def read_commits(storage: Storage, files: Sequence[LogFile]) -> Iterator[tuple[LogFile, list[dict[str, Any]]]]:
+    """Each commit file of ``files`` with its parsed actions, in order.
+
+    On an object store the files are fetched concurrently in batches (each GET waits on latency);
+    on a local disk one after the other.
+    """
+    if not storage.lists_cheaply:
+        for lf in files:
+            yield lf, read_commit(storage, lf.path, lf.version)
+        return
+    for start in range(0, len(files), _REMOTE_BATCH):
+        batch = files[start : start + _REMOTE_BATCH]
+        try:
+            datas = storage.read_many([lf.path for lf in batch])
+        except FileNotFoundError:
+            for lf in batch:  # find the missing one and say which
+                read_commit(storage, lf.path, lf.version)
+            raise  # the file came back meanwhile: still report the failed read
+        for lf, data in zip(batch, datas, strict=True):
+            yield lf, parse_commit(data, path=lf.path, version=lf.version)
+
+
 def replay(storage: Storage, segment: LogSegment) -> ReplayState:
     """Replay ``segment`` (checkpoint, then its commits in order) into a fresh state."""
     state = ReplayState()
     if segment.checkpoint is not None:
         apply_checkpoint(state, storage, segment.checkpoint)
-    for lf in segment.commits:
-        state.apply_actions(read_commit(storage, lf.path, lf.version), version=lf.version)
+    for lf, actions in read_commits(storage, segment.commits):
+        state.apply_actions(actions, version=lf.version)
     return state

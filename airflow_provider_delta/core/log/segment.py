@@ -1,14 +1,16 @@
 """Which log files make up a version: the newest usable checkpoint plus the commits after it.
 
-Two ways to find them. The fast way trusts ``_last_checkpoint`` and probes for the commits after it
-(a handful of existence checks, galloping then bisecting), so its cost does not grow with the log's
-history. The safe way lists ``_delta_log``. The fast way falls back to the safe one whenever
-``_last_checkpoint`` is missing, corrupt, stale, or points past the version asked for.
+Two ways to find them. The fast way trusts ``_last_checkpoint`` and looks only at the files from its
+version on, so its cost does not grow with the log's history: on a local disk a handful of existence
+checks (galloping, then bisecting); on an object store, where a listing costs one request like an
+existence check, one LIST that starts after the checkpoint's version (``start_after``). The safe way
+lists all of ``_delta_log``. The fast way falls back to the safe one whenever ``_last_checkpoint`` is
+missing, corrupt, stale, or points past the version asked for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -128,8 +130,36 @@ def list_log(storage: Storage) -> LogListing:
     return LogListing(commits, tuple(refs[v] for v in sorted(refs)))
 
 
+def list_from(storage: Storage, version: int) -> dict[str, int]:
+    """Names (-> size) of the log files of ``version`` and later: one LIST from that version on."""
+    # "<version:020d>" sorts before "<version>.json" and "<version>.checkpoint.parquet" (a prefix).
+    return {f.name: f.size for f in storage.list_dir(LOG_DIR, start_after=f"{version:020d}")}
+
+
+def _contiguous_from(names: dict[str, int], known: int) -> int:
+    version = known
+    while f"{version + 1:020d}.json" in names:
+        version += 1
+    return version
+
+
+def newest_from(storage: Storage, known: int) -> int | None:
+    """The newest contiguous commit version from ``known`` on; None when commit ``known`` is absent.
+
+    One LIST on storage that lists cheaply (object stores), else one or more existence checks.
+    """
+    if storage.lists_cheaply:
+        names = list_from(storage, known)
+        return _contiguous_from(names, known) if f"{known:020d}.json" in names else None
+    if storage.exists(commit_path(known + 1)):
+        return gallop_latest(storage, known + 1)
+    return known if storage.exists(commit_path(known)) else None
+
+
 def gallop_latest(storage: Storage, known: int) -> int:
     """The newest contiguous commit version at or after ``known`` (which exists), by probing."""
+    if storage.lists_cheaply:
+        return _contiguous_from(list_from(storage, known), known)
     step = 1
     low = known
     high = known + step
@@ -167,9 +197,18 @@ def _checkpoint_from_hint(storage: Storage, hint: dict[str, Any]) -> CheckpointR
 def _hinted_checkpoint(storage: Storage, hint: dict[str, Any]) -> tuple[CheckpointRef, int] | None:
     """The checkpoint ``_last_checkpoint`` names, if all its files exist, and the newest version after it."""
     checkpoint = _checkpoint_from_hint(storage, hint)
-    if checkpoint is None or not all(storage.exists(f.path) for f in checkpoint.files):
+    if checkpoint is None:
         return None
     start = checkpoint.version
+    if storage.lists_cheaply:
+        names = list_from(storage, start)  # the checkpoint's files and the commits after it, at once
+        if not all(f.name in names for f in checkpoint.files):
+            return None
+        # The listing knows the sizes: reading the checkpoint then needs no HEAD.
+        files = tuple(replace(f, size=names[f.name]) for f in checkpoint.files)
+        return replace(checkpoint, files=files), _contiguous_from(names, start)
+    if not all(storage.exists(f.path) for f in checkpoint.files):
+        return None
     return checkpoint, gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
 
 
@@ -259,7 +298,11 @@ def latest_version(storage: Storage, *, location: str = "") -> int:
     hint = read_last_checkpoint(storage)
     if hint is not None:
         start = int(hint["version"])
-        if storage.exists(commit_path(start)):
+        if storage.lists_cheaply:
+            names = list_from(storage, start)
+            if f"{start:020d}.json" in names:
+                return _contiguous_from(names, start)
+        elif storage.exists(commit_path(start)):
             return gallop_latest(storage, start)
         found = _hinted_checkpoint(storage, hint)
         if found is not None:

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import orjson
 
 from airflow_provider_delta.core.log.paths import LOG_DIR, commit_path
-from airflow_provider_delta.core.log.segment import gallop_latest
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
+from airflow_provider_delta.core.log.segment import newest_from
 from airflow_provider_delta.core.storage import LocalStorage, storage_for
 from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError, TableNotFoundError
 
@@ -144,10 +144,11 @@ def _is_transient(err: BaseException) -> bool:
 
 def _probe_latest(storage: Storage, baseline: int) -> int | None:
     """The newest version, probing forward from ``baseline``; None when there is no table."""
-    if baseline >= 0 and storage.exists(commit_path(baseline + 1)):
-        return gallop_latest(storage, baseline + 1)
-    if baseline >= 0 and storage.exists(commit_path(baseline)):
-        return baseline
+    if baseline >= 0:
+        # One LIST from the baseline on an object store; two existence checks on a local disk.
+        found = newest_from(storage, baseline)
+        if found is not None:
+            return found
     # No baseline, or its commit is gone (cleanup past it, table deleted or recreated): ask the log,
     # which trusts _last_checkpoint and probes from there.
     try:

@@ -59,7 +59,11 @@ from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import commit_info_of, read_commit
 from airflow_provider_delta.core.log.segment import list_log
 from airflow_provider_delta.core.parallel import run_parallel
-from airflow_provider_delta.core.read.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+from airflow_provider_delta.core.read.deletion_vectors import (
+    DeletionVectorDescriptor,
+    deletion_vector_opener,
+    read_deleted_rows,
+)
 from airflow_provider_delta.core.read.scan import ScanPlan, read_file
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
@@ -732,7 +736,9 @@ def _read_dv_change(read: TableLayout, remove: RemoveFile, add: AddFile) -> pa.T
     def deleted(dv: Mapping[str, Any] | None) -> np.ndarray[Any, Any]:
         if not dv:
             return np.empty(0, dtype=np.uint64)
-        return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), read.storage.root)
+        return read_deleted_rows(
+            DeletionVectorDescriptor.from_dict(dv), read.storage.root, open_file=deletion_vector_opener(read.storage)
+        )
 
     before, after = deleted(remove.deletion_vector), deleted(add.deletion_vector)
     rows = _read_rows(read, add, keep_deleted=True)

@@ -21,6 +21,7 @@ from airflow_provider_delta.core.partitions import decode_partition_value, parti
 from airflow_provider_delta.core.read.deletion_vectors import (
     DeletionVectorDescriptor,
     deletion_mask,
+    deletion_vector_opener,
     read_deleted_rows,
 )
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema, to_arrow_type
@@ -196,12 +197,13 @@ def _file_columns(pf: pq.ParquetFile, data_schema: StructType, mode: ColumnMappi
 def read_file(snapshot: TableLayout, add: AddFile, plan: ScanPlan, mode: ColumnMappingMode) -> pa.Table:
     """The live rows of one file as ``plan`` reads them: its data columns, then its partition columns."""
     storage = snapshot.storage
-    path = storage.resolve(add.path)
     try:
-        # INT96 timestamps as microseconds: the nanosecond default overflows outside 1677-2262.
-        pf = pq.ParquetFile(path, filesystem=storage.arrow_filesystem(), coerce_int96_timestamp_unit="us")
-        table = pf.read(columns=_file_columns(pf, plan.data_schema, mode)) if len(plan.data_schema) else None
-        num_rows = pf.metadata.num_rows
+        # add.size spares a request on object stores (small files are then one GET).
+        with storage.open_input_file(add.path, size=add.size or None) as source:
+            # INT96 timestamps as microseconds: the nanosecond default overflows outside 1677-2262.
+            pf = pq.ParquetFile(source, coerce_int96_timestamp_unit="us")
+            table = pf.read(columns=_file_columns(pf, plan.data_schema, mode)) if len(plan.data_schema) else None
+            num_rows = pf.metadata.num_rows
     except FileNotFoundError:
         raise DataFileError(
             f"Cannot read data file {add.path!r} of version {snapshot.version}: it does not exist "
@@ -218,7 +220,7 @@ def read_file(snapshot: TableLayout, add: AddFile, plan: ScanPlan, mode: ColumnM
         table = pa.table({"__rows": pa.nulls(num_rows)})
     if add.deletion_vector:
         descriptor = DeletionVectorDescriptor.from_dict(add.deletion_vector)
-        deleted = read_deleted_rows(descriptor, storage.root)
+        deleted = read_deleted_rows(descriptor, storage.root, open_file=deletion_vector_opener(storage))
         table = table.filter(deletion_mask(deleted, table.num_rows))
     return _with_partitions(table, add, plan, mode)
 
