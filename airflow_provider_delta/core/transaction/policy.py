@@ -53,10 +53,12 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 
 from airflow_provider_delta import exceptions as _exceptions
 from airflow_provider_delta.exceptions import (
+    CommitOutcomeUnknownError,
     CommitRetriesExhaustedError,
     DeltaConcurrentModificationException,
     DeltaError,
     ProtocolChangedException,
+    StorageUnavailableError,
     UnsupportedFeatureError,
 )
 
@@ -133,6 +135,10 @@ def _has_transient_marker(text: str) -> bool:
 def _classify_class(cls: type[BaseException], message: str) -> ErrorKind:
     if issubclass(cls, DeltaConcurrentModificationException | CommitRetriesExhaustedError):
         return "conflict"
+    # A store that kept failing through its own retries, or a commit whose write hid whether it landed
+    # (the next attempt finds out from the log), may succeed later.
+    if issubclass(cls, StorageUnavailableError | CommitOutcomeUnknownError):
+        return "transient"
     if issubclass(cls, DeltaError):
         return "permanent"
     if issubclass(cls, OSError):  # TimeoutError, ConnectionError and throttled requests included

@@ -16,6 +16,7 @@ from airflow_provider_delta.core.transaction.policy import (
     run_with_conflict_policy,
 )
 from airflow_provider_delta.exceptions import (
+    CommitOutcomeUnknownError,
     CommitRetriesExhaustedError,
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,
@@ -23,11 +24,14 @@ from airflow_provider_delta.exceptions import (
     ConcurrentTransactionException,
     DataFileError,
     DeltaError,
+    ExecutorEnvironmentError,
     JobSpecError,
     MetadataChangedException,
     PredicateError,
     ProtocolChangedException,
     SchemaMismatchError,
+    StorageAccessDeniedError,
+    StorageUnavailableError,
     TableNotFoundError,
     UnsupportedFeatureError,
 )
@@ -185,6 +189,11 @@ def test_retries_stop_after_max_attempts_and_raise_the_last_conflict():
         (ConnectionResetError(104, "Connection reset by peer"), "transient", "retry"),
         (OSError("AWS Error SLOW_DOWN during PutObject operation: Please reduce your request rate."),
          "transient", "retry"),
+        # The object-store errors: a store that failed through its retries, a commit of unknown outcome.
+        (StorageUnavailableError("s3://b/t: 503 through 5 attempts"), "transient", "retry"),
+        (CommitOutcomeUnknownError("s3://b/t: PUT of version 3 timed out", version=3), "transient", "retry"),
+        (StorageAccessDeniedError("s3://b/t: InvalidAccessKeyId"), "permanent", "fail"),
+        (ExecutorEnvironmentError("A Spark executor's Python cannot import 'pyarrow'"), "permanent", "fail"),
         # Conflicts as before.
         (ConcurrentAppendException("x"), "conflict", "retry"),
         (ConcurrentTransactionException("x"), "conflict", "fail"),
