@@ -18,11 +18,37 @@ from typing import TYPE_CHECKING, Any
 from airflow_provider_delta.core.commands.cdf_export import export_changes
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.context import JobOutput
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 _INT_OPTIONS = ("starting_version", "ending_version", "max_versions")
+
+JOB = JobDefinition(
+    name="cdf_export",
+    summary="Export the source table's new change data into a sink, exactly once (the progress lives in the sink).",
+    options=(
+        Option("sink", str, None, "The export's destination (a path or URI); required.", aliases=("target", "output")),
+        Option("format", str, "parquet", "The sink's format; a sink keeps the format of its first run.",
+               choices=("parquet", "delta", "jsonl")),
+        Option("name", str, "default", "The exporter's name: one source may feed several exports."),
+        Option("starting_version", int, None,
+               "First source version to export (default: the sink's watermark + 1; a gap or overlap is an error)."),
+        Option("ending_version", int, None, "Last source version to export (default: the latest when planned)."),
+        Option("max_versions", int, None, "Export at most this many versions per run."),
+        Option("initial_snapshot", bool, False,
+               "The first run exports the table's current rows as inserts (else it starts where the feed does)."),
+        Option("envelope", str, "flat", "`flat`: the table's columns plus _change_type, _commit_version, "
+               "_commit_timestamp; `debezium`: op/before/after/source/ts_ms records.", choices=("flat", "debezium")),
+        Option("key_columns", list, None, "The key that pairs update pre/post images (Debezium envelope).",
+               items=str),
+        Option("sink_storage_options", dict, None, "Object-store options of the sink, when it is elsewhere."),
+        Option("register_watermark", bool, None,
+               "Record the export's watermark in the source table so VACUUM keeps what it still needs."),
+    ),
+    engines=("spark", "local"),
+)
 
 
 def _options(ctx: JobContext) -> dict[str, Any]:
