@@ -59,6 +59,23 @@ class Snapshot:
         self._domains = state.domains
         self._last_commit_info = state.last_commit_info
 
+    @classmethod
+    def before_creation(cls, storage: Storage, location: str, protocol: Protocol, metadata: Metadata) -> Snapshot:
+        """The state "before version 0" of a table about to be created with ``protocol`` and ``metadata``.
+
+        Version -1, no files: a transaction on it commits version 0, and must stage the protocol and
+        metadata itself (:func:`~airflow_provider_delta.core.commands.create.stage_creation`), so that
+        a table is created together with its first data in one commit, as Delta does for a write to a
+        new path. A concurrent creation of the same table is a conflict (``MetadataChangedException``).
+        """
+        state = ReplayState(protocol=protocol, metadata=metadata)
+        return cls(storage, location, LogSegment(-1, None, ()), state)
+
+    @property
+    def is_new_table(self) -> bool:
+        """Whether this is :meth:`before_creation`'s state (nothing committed yet)."""
+        return self.version < 0
+
     def advance(self, version: int | None = None) -> Snapshot:
         """This table at a newer ``version`` (the latest when None), applying only the new commits.
 

@@ -71,7 +71,8 @@ def write(
     """Append ``data``, or overwrite the table (only the rows matching ``predicate``) with it.
 
     Args:
-        snapshot: the version the write reads (the newest, for a writer).
+        snapshot: the version the write reads (the newest, for a writer), or a new table's state before
+            its creation (``commands.create.table_before_creation``): then the write creates it.
         data: the rows, in the executor's form (a pyarrow Table for the local executor).
         mode: ``append`` or ``overwrite``.
         predicate: overwrite only: Delta's replaceWhere; every new row must satisfy it.
@@ -96,6 +97,8 @@ def write(
     executor = executor or LocalExecutor()
     params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(snapshot.partition_columns)}
     txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation_level)
+    if snapshot.is_new_table:  # created by this write: version 0 holds the table and its first rows
+        txn.update_protocol(snapshot.protocol).update_metadata(snapshot.metadata)
     if app_id is not None and app_version is not None:
         done = txn.app_transaction_version(app_id)
         if done is not None and done >= app_version:
