@@ -224,6 +224,7 @@ class SeaweedS3:
             "-admin.ui=false",
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
+            "-s3.autoCreateBucket=false",  # as on AWS: a PUT into a missing bucket fails (NoSuchBucket)
             f"-filer.localSocket={self.base_dir / 'filer.sock'}",
             f"-s3.localSocket={self.base_dir / 's3.sock'}",
             f"-bucket={self.bucket}",

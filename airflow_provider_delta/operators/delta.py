@@ -35,6 +35,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook
+from airflow_provider_delta.operators.job_secrets import redacted_spec_json, write_private_file
 from airflow_provider_delta.policies.conflicts import failure_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.jobs import JOBS
@@ -255,8 +256,8 @@ class DeltaSparkJobOperator(BaseOperator):
         workdir = Path(tempfile.mkdtemp(prefix=f"delta-{self.job}-"))
         try:
             spec_path, result_path = workdir / "spec.json", workdir / "result.json"
-            spec_path.write_text(spec.to_json(), encoding="utf-8")
-            self.log.info("Delta job %r on %r; spec: %s", self.job, location, spec.to_json())
+            write_private_file(spec_path, spec.to_json())  # it may hold storage credentials
+            self.log.info("Delta job %r on %r; spec: %s", self.job, location, redacted_spec_json(spec))
             result = self._submit_and_read(delta, spec_path, result_path, location)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -159,8 +159,9 @@ class DeltaVersionSensor(BaseSensorOperator):
                 table=location,
                 after_version=baseline,
                 operations=self._operations(),
-                delta_conn_id=None,
-                storage_options=options or None,
+                # The triggerer resolves the connection itself: no credentials in the trigger's kwargs.
+                delta_conn_id=self.hook.delta_conn_id if options else None,
+                storage_options=None,
                 poll_interval=self.poll_interval if self.poll_interval is not None else self.poke_interval,
                 end_time=time.time() + self.timeout,
             ),

@@ -325,9 +325,12 @@ class ObjectStoreStorage:
             # obstore retried. Only the bytes can tell.
             return self._landed(relative_path, data, None)
         except Exception as err:
+            typed = self._error(err, "write", relative_path)
+            if isinstance(typed, (StorageAccessDeniedError, BucketNotFoundError)):
+                raise typed from err  # refused outright: nothing was written
             if self._landed(relative_path, data, err):
                 return True
-            raise self._error(err, "write", relative_path) from err
+            raise typed from err
         return True
 
     def _landed(self, relative_path: str, data: bytes, failure: BaseException | None) -> bool:
