@@ -13,6 +13,9 @@ The rule, with ``cutoff = now - delta.logRetentionDuration`` (default 30 days):
    ``_last_checkpoint`` are kept, so every version from ``C`` on still loads.
 4. Sidecar files of V2 checkpoints that no remaining checkpoint references and that are older than
    both the cutoff and one day are deleted.
+5. Temporary files this engine's storage left in ``_delta_log`` (a writer killed between writing a
+   commit, checkpoint or ``_last_checkpoint`` and moving it into place) that are older than a day
+   are deleted, whether or not step 2 found a checkpoint: no live writer takes a day for that step.
 
 Files are deleted oldest first, so an interrupted cleanup leaves a log that is still consistent.
 
@@ -36,6 +39,7 @@ import pyarrow.parquet as pq
 from airflow_provider_delta.core.log.checkpoint_write import retention_property
 from airflow_provider_delta.core.log.paths import LOG_DIR, SIDECAR_DIR, LogFile, parse_log_name
 from airflow_provider_delta.core.log.segment import list_log
+from airflow_provider_delta.core.storage import is_temporary_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -48,6 +52,7 @@ __all__ = ["DEFAULT_LOG_RETENTION", "cleanup_expired_logs", "cutoff_checkpoint_v
 
 DEFAULT_LOG_RETENTION = timedelta(days=30)
 _SIDECAR_MIN_AGE_MS = 24 * 3600 * 1000
+_TEMPORARY_MIN_AGE_MS = 24 * 3600 * 1000
 
 
 def log_retention(configuration: Mapping[str, str]) -> timedelta:
@@ -187,11 +192,23 @@ def cleanup_expired_logs(
     keep = retention if retention is not None else log_retention(configuration)
     cutoff = now - int(keep.total_seconds() * 1000)
     storage = snapshot.storage
+    temporary = _cleanup_temporary_files(storage, now)
     boundary = cutoff_checkpoint_version(list_log(storage), cutoff)
     if boundary is None:
-        return []
+        return temporary
     deleted = []
     for lf in _expired_log_files(storage, boundary, cutoff):
         storage.delete(lf.path)
         deleted.append(lf.path)
-    return deleted + _cleanup_sidecars(storage, cutoff, now)
+    return temporary + deleted + _cleanup_sidecars(storage, cutoff, now)
+
+
+def _cleanup_temporary_files(storage: Storage, now_ms: int) -> list[str]:
+    """Delete the storage's temporary files in ``_delta_log`` older than a day (left by killed writers)."""
+    deleted = []
+    for info in storage.list_dir(LOG_DIR):
+        if is_temporary_name(info.name) and info.modification_time <= now_ms - _TEMPORARY_MIN_AGE_MS:
+            path = f"{LOG_DIR}/{info.name}"
+            storage.delete(path)
+            deleted.append(path)
+    return deleted

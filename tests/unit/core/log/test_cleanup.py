@@ -343,3 +343,37 @@ def test_a_boundary_checkpoint_whose_commit_is_gone_counts_with_its_own_time(tmp
     }
     assert DeltaTable(str(table), version=10).version == 10
     assert DeltaTable(str(table)).version == 14
+
+
+# --------------------------------------------------------------------------- temporary files
+
+
+def test_temporary_files_of_killed_writers_older_than_a_day_are_deleted(tmp_path: Path):
+    table = _make_table(tmp_path / "t", 3)  # no checkpoint: nothing else may go
+    now = BASE_MS + 10 * DAY_MS
+    stale = {
+        ".00000000000000000003.json.8f14e45fceea167a5a36dedd4bea2543.tmp": now - 2 * DAY_MS,  # commit
+        "00000000000000000002.checkpoint.parquet.c9f0f895fb98ab9159f51fd0297e236d.tmp": now - DAY_MS,
+        "_last_checkpoint.45c48cce2e2d7fbdea1afc51c7c6ad26.tmp": now - 3 * DAY_MS,
+    }
+    fresh = {".00000000000000000003.json.d3d9446802a44259755d38e6d163e820.tmp": now - DAY_MS + 1}
+    others = {"00000000000000000003.json.tmp": now - 5 * DAY_MS, "notes.txt.1234.tmp": now - 5 * DAY_MS}
+    for name, ms in {**stale, **fresh, **others}.items():
+        (_log(table) / name).write_bytes(b"{")
+        _set_mtime(_log(table) / name, ms)
+    before = _names(table)
+
+    deleted = cleanup_expired_logs(_load(table), now_ms=now)
+
+    assert sorted(deleted) == sorted(f"_delta_log/{n}" for n in stale)
+    assert _names(table) == before - set(stale)
+    assert _load(table).version == 2
+
+
+def test_temporary_files_stay_when_cleanup_is_disabled(tmp_path: Path):
+    table = _make_table(tmp_path / "t", 2, configuration={"delta.enableExpiredLogCleanup": "false"})
+    name = ".00000000000000000002.json.8f14e45fceea167a5a36dedd4bea2543.tmp"
+    (_log(table) / name).write_bytes(b"")
+    _set_mtime(_log(table) / name, BASE_MS)
+    assert cleanup_expired_logs(_load(table), now_ms=BASE_MS + 100 * DAY_MS) == []
+    assert name in _names(table)
