@@ -9,8 +9,9 @@ Every task records what its operator raised or returned in ``{{ params.root }}/o
 - ``delta_transient_error``: the job's first attempt times out (its before-commit barrier waits for
   a file that never comes), the in-job retry succeeds; the failed attempt's files are deleted.
 - ``delta_checkpoint_tables``: one checkpoint task over three tables, the middle one missing.
-- ``delta_checkpoint_tables_spark``: two tables checkpointed in one spark-submit (``local[1]``),
-  Spark's log level at its default (WARN), the job's progress lines in the task log.
+- ``delta_spark_jobs``: through spark-submit, Spark's log level at its default (WARN): an overwrite
+  whose first attempt loses to a concurrent append and is retried in the job, then two tables
+  checkpointed in one application.
 """
 
 from __future__ import annotations
@@ -132,9 +133,27 @@ with DAG(
     )
 
 with DAG(
-    dag_id="delta_checkpoint_tables_spark",
+    dag_id="delta_spark_jobs",
     schedule=None,
     start_date=datetime(2026, 1, 1),
     params={"root": "/nonexistent"},
-) as checkpoint_tables_spark:
-    RecordingCheckpoint(task_id="checkpoint", tables=[ROOT + "/a", ROOT + "/b"], engine="spark")
+) as spark_jobs:
+    # An overwrite of part 'a' read by Spark from Parquet; a concurrent append lands while it waits at
+    # its commit, so attempt 1 conflicts and the default policy retries it in the job.
+    overwrite = RecordingJob(
+        task_id="overwrite",
+        job="write",
+        table=ROOT + "/w",
+        job_options={
+            "mode": "overwrite",
+            "predicate": "part = 'a'",
+            "source": {"path": ROOT + "/source.parquet"},
+            "isolation_level": "Serializable",
+        },
+        test_hooks={
+            "before_commit": {"signal": ROOT + "/job-ready", "wait_for": ROOT + "/writer-done", "timeout_s": 120}
+        },
+        conflict_policy={"base_backoff": 0.01, "max_backoff": 0.02},
+    )
+    checkpoint = RecordingCheckpoint(task_id="checkpoint", tables=[ROOT + "/a", ROOT + "/b"], engine="spark")
+    overwrite >> checkpoint
