@@ -192,6 +192,8 @@ def _run_one(spec: JobSpec, spark: Any) -> JobResult:
         )
     duration = time.monotonic() - started
     what = f"committed version {out.version}" if out.committed else f"done at version {out.version}"
+    if out.version is None:
+        what = "done"
     log.info(
         "Job %r on %r: %s in %d attempt(s), %.2f s; metrics: %s",
         spec.job, spec.table, what, ctx.attempt, duration, json.dumps(out.metrics, sort_keys=True, default=str),
