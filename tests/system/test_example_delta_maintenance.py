@@ -22,7 +22,9 @@ from tests.spark_jobs.helpers import make_table
 pytestmark = [pytest.mark.system, pytest.mark.spark]
 
 
-def test_maintenance_dag_checkpoints_every_configured_table_and_skips_a_missing_one(airflow_db: Path, tmp_path: Path) -> None:
+def test_maintenance_dag_checkpoints_every_configured_table_and_skips_a_missing_one(
+    airflow_db: Path, tmp_path: Path
+) -> None:
     tables = [make_table(tmp_path / "events", commits=3), make_table(tmp_path / "orders", commits=2)]
     bin_dir = Path(sys.executable).parent
     env = {
