@@ -47,9 +47,8 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(JobSpec(job="checkpoint", table="/data/events")))  # doctest: +SKIP
         JobOutput(version=12, committed=False, metrics={'checkpointVersion': 12, ...})
     """
-    table = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options)
     try:
-        snapshot = table.snapshot
+        snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
     except TableNotFoundError as err:
         if not ctx.option("skip_missing"):
             raise

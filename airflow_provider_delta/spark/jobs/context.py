@@ -16,11 +16,13 @@ from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.options import job_definition
 
 if TYPE_CHECKING:
+    from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.options import JobDefinition
+    from airflow_provider_delta.spark.jobs.tracking import TrackingExecutor
     from airflow_provider_delta.spark.protocol import JobSpec
 
 #: The logger of every job: its lines are the job's progress in the Airflow task log.
-log = logging.getLogger("airflow_provider_delta.jobs")
+log = logging.getLogger("airflow_provider_delta.spark.jobs")
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class JobContext:
     attempt: int = 0
     cache: dict[str, Any] = field(default_factory=dict)
     _hooks_fired: set[str] = field(default_factory=set)
+    _trackers: list[TrackingExecutor] = field(default_factory=list)
 
     @property
     def engine(self) -> str:
@@ -91,7 +94,36 @@ class JobContext:
 
     def progress(self, message: str, *args: Any) -> None:
         """Log one progress line of this job (``%``-style arguments); the task log shows it."""
-        log.info("%s on %s: " + message, self.spec.job, self.spec.table, *args)
+        log.info("Job %r on %r: " + message, self.spec.job, self.spec.table, *args)
+
+    def track(self, executor: Executor | None = None) -> Executor:
+        """``executor`` (default: the local one) wrapped so this attempt's files are known.
+
+        Pass the result to the command (``executor=ctx.track(...)``): when the attempt fails and its
+        commit did not land, the runner deletes those files before the next attempt (no orphans),
+        and :meth:`before_commit` logs how much was written.
+        """
+        # lazy: the executor classes load the engine's writer, which only data-moving jobs need
+        from airflow_provider_delta.core.executor import LocalExecutor
+        from airflow_provider_delta.spark.jobs.tracking import TrackingExecutor
+
+        tracker = TrackingExecutor(executor if executor is not None else LocalExecutor())
+        self._trackers.append(tracker)
+        return tracker
+
+    def discard_attempt_files(self, error: BaseException) -> int:
+        """Delete the files the failed attempt wrote and no version references (see ``tracking``)."""
+        # lazy: see track()
+        from airflow_provider_delta.spark.jobs.tracking import delete_unreferenced
+
+        written = [a for tracker in self._trackers for a in tracker.written]
+        self._trackers.clear()
+        if not written:
+            return 0
+        deleted = delete_unreferenced(self.spec.table, self.spec.storage_options, written, error)
+        if deleted:
+            self.progress("deleted the %d file(s) the failed attempt %d wrote", deleted, self.attempt)
+        return deleted
 
     def require_spark(self, why: str) -> Any:
         """The SparkSession, or a clear error when the job runs with ``--engine local``."""
@@ -106,8 +138,13 @@ class JobContext:
 
         With ``test_hooks.before_commit = {"signal": path, "wait_for": path, "timeout_s": 60}`` the job
         creates ``signal`` and waits until ``wait_for`` exists, so a test can commit a concurrent
-        change at exactly this point and provoke a real conflict. Does nothing in production.
+        change at exactly this point and provoke a real conflict. Does nothing in production
+        beyond logging what the attempt wrote (with :meth:`track`).
         """
+        files = sum(len(t.written) for t in self._trackers)
+        if files:
+            size = sum(t.summary()[1] for t in self._trackers)
+            self.progress("attempt %d wrote %d file(s), %d bytes; committing", self.attempt, files, size)
         self._barrier("before_commit")
 
     def _barrier(self, name: str) -> None:

@@ -140,11 +140,15 @@ def run(ctx: JobContext) -> JobOutput:
     options = ctx.options
     data = _load_data(ctx)
     snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
+    ctx.progress(
+        "%s on version %d (%d files)%s", options["mode"], snapshot.version, snapshot.num_files,
+        f" where {options['predicate']}" if options["predicate"] else "",
+    )
     result = write(
         snapshot, data, mode=options["mode"], predicate=options["predicate"],
         isolation_level=options["isolation_level"], schema_mode=options["schema_mode"],
         partition_by=options["partition_by"], app_id=ctx.spec.app_id, app_version=ctx.spec.app_version,
-        before_commit=ctx.before_commit, executor=_executor(ctx, data),
+        before_commit=ctx.before_commit, executor=ctx.track(_executor(ctx, data)),
     )
     if not result.committed:
         return JobOutput(
