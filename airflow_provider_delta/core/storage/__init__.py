@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlparse
 
 from airflow_provider_delta.core.storage.base import LOG_DIR, FileInfo, Storage, decode_relative
-from airflow_provider_delta.core.storage.local import LocalStorage
+from airflow_provider_delta.core.storage.local import LocalStorage, is_temporary_name
 from airflow_provider_delta.core.storage.options import SCHEMES
 from airflow_provider_delta.exceptions import InvalidStorageOptionsError, TableNotFoundError
 
@@ -72,4 +72,4 @@ def _arrow_storage(location: str, scheme: str, storage_options: Mapping[str, Any
     return ArrowFileSystemStorage(fs, root, scheme=scheme)
 
 
-__all__ = ["LOG_DIR", "FileInfo", "LocalStorage", "Storage", "decode_relative", "storage_for"]
+__all__ = ["LOG_DIR", "FileInfo", "LocalStorage", "Storage", "decode_relative", "is_temporary_name", "storage_for"]

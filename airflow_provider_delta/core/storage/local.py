@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import uuid
 from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
@@ -20,6 +21,21 @@ from airflow_provider_delta.exceptions import DeltaError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+
+# LocalStorage writes "<name>.<uuid4 hex>.tmp" (".<name>...": hidden, for commits) beside its target,
+# then links or renames it into place; a process killed in between leaves one behind.
+_TEMPORARY_NAME = re.compile(r"^\.?[^/]+\.[0-9a-f]{32}\.tmp$")
+
+
+def is_temporary_name(name: str) -> bool:
+    """Whether ``name`` is a temporary file this module writes before moving it into place.
+
+    Example:
+        >>> is_temporary_name(".00000000000000000003.json.8f14e45fceea167a5a36dedd4bea2543.tmp")
+        True
+    """
+    return _TEMPORARY_NAME.match(name) is not None
+
 
 
 class LocalStorage:
