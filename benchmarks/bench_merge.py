@@ -150,7 +150,7 @@ def _digest(path: Path, version: int) -> dict[str, Any]:
 
 def _check(results: dict[str, list[dict[str, Any]]], manifest: dict[str, Any]) -> None:
     expected_rows = manifest["rows"] + manifest["inserted"]
-    digests = {}
+    digests: dict[str, dict[str, Any]] = {}
     for engine, runs in results.items():
         for res in runs:
             if "digest" not in res:
@@ -200,7 +200,7 @@ def _merge_runs(
 
 
 def _files_note(runs: list[dict[str, Any]], who: str) -> str:
-    metrics = next((r["metrics"] for r in runs if "metrics" in r), {})
+    metrics: dict[str, Any] = next((r["metrics"] for r in runs if "metrics" in r), {})
     if not metrics:
         return ""
     return (f"{who} wrote {metrics.get('numTargetFilesAdded', '?')} data + "
