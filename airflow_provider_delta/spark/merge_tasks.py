@@ -69,6 +69,9 @@ BY_SOURCE = "__delta_merge_by_source"
 """An unmatched target row's WHEN NOT MATCHED BY SOURCE clause (-1: none); null for other rows."""
 
 
+_KINDS = ("matched", "not_matched", "not_matched_by_source")
+
+
 def target_column(index: int) -> str:
     """The column holding the target's ``index``-th column (evolved schema order) in the joined rows."""
     return f"__delta_merge_t{index}"
@@ -214,11 +217,13 @@ class MergeGroupTask:
 
     # ------------------------------------------------------------------------------------ helpers
     def _offsets(self) -> dict[str, int]:
-        """The position of each kind's first clause in :attr:`clauses`."""
-        offsets: dict[str, int] = {}
-        for i, clause in enumerate(self.clauses):
-            offsets.setdefault(clause.kind, i)
-        return offsets
+        """The position of each kind's first clause in :attr:`clauses` (kinds come in this order)."""
+        count = {kind: sum(c.kind == kind for c in self.clauses) for kind in _KINDS}
+        return {
+            "matched": 0,
+            "not_matched": count["matched"],
+            "not_matched_by_source": count["matched"] + count["not_matched"],
+        }
 
     def _original(self, rows: pa.Table) -> pa.Table:
         """The target columns of ``rows`` in the evolved schema's names and Arrow types."""

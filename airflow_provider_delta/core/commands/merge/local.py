@@ -304,9 +304,13 @@ def _run_clauses(plan: MergePlan, target: _Target, source: pa.Table) -> _Outcome
     ta, sa = plan.target_alias, plan.source_alias
     tidx, sidx = _matched_pairs(plan, target, source)
     if plan.matched and len(tidx):
-        scope = _Scope({ta: target.take(tidx), sa: source.take(_indices(sidx))})
+        pair_t, pair_s = tidx, sidx
+        if plan.duplicates_allowed:  # a lone unconditional DELETE: each target row once (one change row)
+            pair_t, first = np.unique(tidx, return_index=True)
+            pair_s = sidx[first]
+        scope = _Scope({ta: target.take(pair_t), sa: source.take(_indices(pair_s))})
         chosen = _choose(scope, plan.matched)
-        acted = tidx[chosen >= 0]
+        acted = pair_t[chosen >= 0]
         seen = np.zeros(target.num_rows, dtype=bool)
         seen[acted] = True
         if not plan.duplicates_allowed and np.count_nonzero(seen) < len(acted):
@@ -316,7 +320,7 @@ def _run_clauses(plan: MergePlan, target: _Target, source: pa.Table) -> _Outcome
                 "join keys, e.g. keep the latest change per key",
                 clause="ON condition",
             )
-        _apply_clauses(out, plan.matched, scope, chosen, tidx, ta, plan.schema, "Matched")
+        _apply_clauses(out, plan.matched, scope, chosen, pair_t, ta, plan.schema, "Matched")
     if plan.not_matched_by_source:
         matched = np.zeros(target.num_rows, dtype=bool)
         matched[tidx] = True
