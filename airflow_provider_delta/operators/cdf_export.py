@@ -20,6 +20,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_delta.core.transaction.policy import ConflictAction, ConflictPolicy
 from airflow_provider_delta.operators.delta import DeltaSparkJobOperator
+from airflow_provider_delta.operators.lineage import LineageTable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -143,6 +144,18 @@ class DeltaCDFExportOperator(DeltaSparkJobOperator):
         from airflow_provider_delta.spark.protocol import JobSpec
 
         return run_spec(JobSpec.load(str(spec_path)))
+
+    def lineage(self, location: str, result: dict[str, Any], spec: JobSpec) -> list[LineageTable]:
+        """The source read up to the exported end; the sink written (a Delta table at its new version)."""
+        export = result.get("metrics") or {}
+        tables = [LineageTable(location, "input", export.get("end"), rows=export.get("rows"),
+                               storage_options=spec.storage_options)]
+        if not export.get("skipped"):
+            is_delta = export.get("format") == "delta"
+            tables.append(LineageTable(self.sink, "output", export.get("sink_version") if is_delta else None,
+                                       rows=export.get("rows"), size=export.get("bytes"), files=export.get("files"),
+                                       is_delta=is_delta, storage_options=self.sink_storage_options or {}))
+        return tables
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Run the export; return the ``ExportResult`` (XCom) and put the range on the sink's asset event."""

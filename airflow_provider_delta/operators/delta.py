@@ -33,6 +33,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 from airflow_provider_delta.core.transaction.policy import ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook
+from airflow_provider_delta.operators.lineage import DeltaLineageMixin, job_lineage
 from airflow_provider_delta.policies.conflicts import conflict_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.jobs import JOBS
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from airflow.sdk import Context
+
+    from airflow_provider_delta.operators.lineage import LineageTable
 
 DEFAULT_MASTER = "local[*]"
 #: Spark conf every job gets unless the connection or the task overrides it: no UI port, and a
@@ -142,7 +145,7 @@ def raise_for_result(result: JobResult, policy: ConflictPolicy, *, location: str
     )
 
 
-class DeltaSparkJobOperator(BaseOperator):
+class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
     """Run a Delta job (``checkpoint``, ``write``, ...) as a PySpark application and return its result.
 
     Args:
@@ -240,7 +243,13 @@ class DeltaSparkJobOperator(BaseOperator):
         if result.status != "success":
             context["ti"].xcom_push(key="delta_job_result", value=result.to_dict())
         raise_for_result(result, self.conflict_policy, location=location)
+        self.delta_lineage = self.lineage(location, result.to_dict(), spec)
         return result.to_dict()
+
+    def lineage(self, location: str, result: dict[str, Any], spec: JobSpec) -> list[LineageTable]:
+        """What the job read and wrote, for OpenLineage (:mod:`.lineage`); operators may refine it."""
+        return job_lineage(self.job, location, result, spec.options, spec.storage_options,
+                           is_write_job=self.is_write_job)
 
     def _submit_and_read(
         self, delta: DeltaHook, spec_path: Path, result_path: Path, location: str
