@@ -41,6 +41,7 @@ from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, Conflict
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook
 from airflow_provider_delta.operators.job_secrets import redacted_spec_json, write_private_file
+from airflow_provider_delta.operators.lineage import DeltaLineageMixin, job_lineage
 from airflow_provider_delta.policies.conflicts import DeltaJobError, failure_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.jobs import JOBS
@@ -52,6 +53,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from airflow.sdk import Context
+
+    from airflow_provider_delta.operators.lineage import LineageTable
 
 DEFAULT_MASTER = "local[*]"
 #: Spark conf every job gets unless the connection or the task overrides it: no UI port, and a
@@ -178,7 +181,7 @@ def _exception_for(
     )
 
 
-class DeltaSparkJobOperator(BaseOperator):
+class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
     """Run a Delta job (``checkpoint``, ``write``, ...) and return its result.
 
     The job runs on its engine: ``spark`` (a PySpark application through ``SparkSubmitHook``) or
@@ -331,6 +334,8 @@ class DeltaSparkJobOperator(BaseOperator):
         if result.status != "success":
             context["ti"].xcom_push(key="delta_job_result", value=result.to_dict())
         raise_for_result(result, self.conflict_policy, location=label)
+        done = result.tables or [{**result.to_dict(), "table": locations[0]}]
+        self.delta_lineage = [t for one in done for t in self.lineage(str(one.get("table")), one, spec)]
         return result.to_dict()
 
     def run_local(self, spec: JobSpec) -> JobResult:
@@ -347,6 +352,16 @@ class DeltaSparkJobOperator(BaseOperator):
             return self._submit_and_read(delta, spec_path, result_path, label)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
+
+    @property
+    def is_write_job(self) -> bool:
+        """Whether the job writes the table's rows (lineage: an output at the committed version)."""
+        return self.definition.app_transaction
+
+    def lineage(self, location: str, result: dict[str, Any], spec: JobSpec) -> list[LineageTable]:
+        """What the job read and wrote, for OpenLineage (:mod:`.lineage`); operators may refine it."""
+        return job_lineage(self.job, location, result, spec.options, spec.storage_options,
+                           is_write_job=self.is_write_job)
 
     def _submit_and_read(
         self, delta: DeltaHook, spec_path: Path, result_path: Path, location: str
