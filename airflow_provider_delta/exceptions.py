@@ -199,6 +199,23 @@ class ChangeDataSchemaError(ChangeDataFeedError, SchemaError):
     """The requested range crosses a schema change the read schema cannot represent (rename, drop, type)."""
 
 
+class VacuumError(DeltaError):
+    """VACUUM cannot run as asked: the retention is unsafe, LITE cannot see every file, or deletes failed."""
+
+
+class RetentionPeriodError(ValueError, VacuumError):
+    """The VACUUM retention is negative, or shorter than the table's with the safety check on."""
+
+    def __init__(self, message: str, *, retention_hours: float | None = None, table_hours: int | None = None) -> None:
+        super().__init__(message)
+        self.retention_hours = retention_hours
+        self.table_hours = table_hours
+
+
+class VacuumLiteError(VacuumError):
+    """VACUUM LITE cannot find every eligible file in the log (Delta's ``DELTA_CANNOT_VACUUM_LITE``)."""
+
+
 class JobSpecError(ValueError, DeltaError):
     """A Spark job's JSON spec or result is malformed (unknown job, missing table, bad option)."""
 
@@ -226,11 +243,14 @@ __all__ = [
     "PredicateError",
     "ProtocolChangedException",
     "ProtocolError",
+    "RetentionPeriodError",
     "SchemaError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
+    "VacuumError",
+    "VacuumLiteError",
     "VersionNotFoundError",
 ]

@@ -29,11 +29,12 @@ LOG_DIR = "_delta_log"
 
 @dataclass(frozen=True, slots=True)
 class FileInfo:
-    """One listed file: its name relative to the listed folder, size and modification time (ms)."""
+    """One listed file (or folder): its name relative to the listed folder, size and modification time (ms)."""
 
     name: str
     size: int
     modification_time: int
+    is_dir: bool = False
 
 
 class Storage(Protocol):
@@ -43,6 +44,14 @@ class Storage(Protocol):
 
     def list_dir(self, relative_dir: str, *, start_after: str | None = None) -> list[FileInfo]:
         """Files directly under ``relative_dir`` sorted by name, optionally only names > ``start_after``."""
+        ...
+
+    def list_entries(self, relative_dir: str) -> list[FileInfo]:
+        """Files and folders directly under ``relative_dir`` (folders with ``is_dir``), in no order."""
+        ...
+
+    def delete_empty_dir(self, relative_dir: str) -> bool:
+        """Delete the folder if it is empty; False when it holds anything (nothing is deleted then)."""
         ...
 
     def read_bytes(self, relative_path: str) -> bytes:
@@ -114,6 +123,36 @@ class LocalStorage:
             return []
         out.sort(key=lambda f: f.name)
         return out
+
+    def list_entries(self, relative_dir: str) -> list[FileInfo]:
+        """Files and folders directly under ``relative_dir`` (one ``scandir``); [] when it is absent."""
+        out: list[FileInfo] = []
+        try:
+            with os.scandir(self._abs(relative_dir)) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            out.append(FileInfo(entry.name, 0, 0, is_dir=True))
+                            continue
+                        st = entry.stat()
+                    except FileNotFoundError:
+                        continue
+                    out.append(FileInfo(entry.name, st.st_size, st.st_mtime_ns // 1_000_000))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return out
+
+    def delete_empty_dir(self, relative_dir: str) -> bool:
+        """``rmdir``: only an empty folder goes; the table root never does."""
+        if not relative_dir.strip("/"):
+            return False
+        try:
+            os.rmdir(self._abs(relative_dir))
+        except FileNotFoundError:
+            return True
+        except OSError:  # not empty (or not a folder)
+            return False
+        return True
 
     def read_bytes(self, relative_path: str) -> bytes:
         """The whole file; raises FileNotFoundError when absent."""
@@ -209,6 +248,35 @@ class ArrowFileSystemStorage:
             out.append(FileInfo(name, info.size or 0, mtime))
         out.sort(key=lambda f: f.name)
         return out
+
+    def list_entries(self, relative_dir: str) -> list[FileInfo]:
+        """Files and folders directly under ``relative_dir`` (object stores: common prefixes are folders)."""
+        rel = relative_dir.strip("/")
+        selector = pafs.FileSelector(self._abs(rel) if rel else self.root, allow_not_found=True)
+        out = []
+        for info in self.fs.get_file_info(selector):
+            if info.type == pafs.FileType.Directory:
+                out.append(FileInfo(info.base_name, 0, 0, is_dir=True))
+            elif info.type == pafs.FileType.File:
+                mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
+                out.append(FileInfo(info.base_name, info.size or 0, mtime))
+        return out
+
+    def delete_empty_dir(self, relative_dir: str) -> bool:
+        """Delete the folder (its marker on object stores) only when nothing lies under it."""
+        rel = relative_dir.strip("/")
+        if not rel:
+            return False
+        path = self._abs(rel)
+        try:
+            if self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+                return False
+            self.fs.delete_dir(path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return True
 
     def read_bytes(self, relative_path: str) -> bytes:
         """The whole file; raises FileNotFoundError when absent."""

@@ -13,7 +13,11 @@ so the files are exactly those the local executor writes:
   command's :data:`~airflow_provider_delta.core.executor.FileRewrite` (a picklable dataclass), writes
   the kept rows and, when recording changes, its change rows as ``_change_data`` files;
 - ``change_rows``: the DataFrame's rows written as change files by tasks (``cdc`` actions back);
-- ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here.
+- ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here;
+- ``rewrite_bins`` (OPTIMIZE, ZORDER BY, REORG): the bins spread over tasks by size; each task reads
+  a bin's files, arranges the rows with the command's layout and writes them (``dataChange=false``);
+- ``delete_files`` (VACUUM): a long list of paths is deleted by tasks in chunks; a short one (fewer
+  than :data:`SPARK_DELETE_THRESHOLD`) in the driver, where a Spark job would cost more than it saves.
 
 Only the actions returned by successful task attempts reach the driver, and the driver commits once:
 files written by a failed or speculative attempt are never referenced (they are orphans that vacuum
@@ -32,10 +36,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
 
 from airflow_provider_delta.core.actions import AddCDCFile, AddFile
-from airflow_provider_delta.core.executor import Executor, RewriteResult
+from airflow_provider_delta.core.executor import (
+    DeleteOutcome,
+    Executor,
+    LocalExecutor,
+    RewriteResult,
+    delete_paths,
+)
+from airflow_provider_delta.core.executor.local import rewrite_bin
 from airflow_provider_delta.core.read.scan import read_add_file
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
@@ -47,6 +59,8 @@ from airflow_provider_delta.spark.tasks import (
     collect_records,
     delta_errors,
     file_frame,
+    file_partitions,
+    json_frame,
     map_in_arrow,
     records_batch,
     task_rows,
@@ -59,12 +73,17 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.executor import ChangeRows, FileRewrite
+    from airflow_provider_delta.core.executor import BinLayout, ChangeRows, FileRewrite
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
-__all__ = ["SparkExecutor", "TaskHook"]
+__all__ = ["SPARK_DELETE_THRESHOLD", "SparkExecutor", "TaskHook"]
+
+#: Fewer paths than this are deleted in the driver (thread pool) rather than by a Spark job.
+SPARK_DELETE_THRESHOLD = 1000
+_DELETE_CHUNKS_PER_CORE = 4
 
 TaskHook = Callable[[Sequence[AddFile | AddCDCFile]], None]
 """A callable run in each task after it has written its files, with their actions (tests)."""
@@ -137,6 +156,39 @@ class SparkExecutor(Executor):
             for key, value in record["metrics"].items():
                 result.metrics[key] = result.metrics.get(key, 0) + int(value)
         return result
+
+    def rewrite_bins(
+        self, target: WriteTarget, bins: Sequence[Sequence[AddFile]], layout: BinLayout
+    ) -> list[list[AddFile]]:
+        """Rewrite the bins in Spark tasks (bins grouped into tasks by size); only ``add`` actions come back."""
+        out: list[list[AddFile]] = [[] for _ in bins]
+        if not bins:
+            return out
+        groups = file_partitions([sum(f.size for f in b) for b in bins], parallelism=self._parallelism())
+        payloads = [
+            [orjson.dumps({"index": i, "files": [f.to_dict() for f in bins[i]]}).decode() for i in group]
+            for group in groups
+        ]
+        task = _BinTask(target, layout, self.task_hook)
+        for record in collect_records(map_in_arrow(json_frame(self.spark, payloads), task, RECORD_SCHEMA)):
+            out[int(record["index"])] = [AddFile.from_dict(a) for a in record["added"]]
+        return out
+
+    def delete_files(self, storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
+        """Delete in tasks, ``defaultParallelism * 4`` chunks (in the driver below the threshold)."""
+        if len(paths) < SPARK_DELETE_THRESHOLD:
+            return LocalExecutor().delete_files(storage, paths)
+        chunks = self._parallelism() * _DELETE_CHUNKS_PER_CORE
+        size = -(-len(paths) // chunks)
+        groups = [[orjson.dumps(list(paths[i : i + size])).decode()] for i in range(0, len(paths), size)]
+        outcome = DeleteOutcome()
+        task = _DeleteTask(storage)
+        for record in collect_records(map_in_arrow(json_frame(self.spark, groups), task, RECORD_SCHEMA)):
+            outcome.merge(DeleteOutcome(list(record["deleted"]), dict(record["failed"])))
+        return outcome
+
+    def _parallelism(self) -> int:
+        return max(1, int(self.spark.sparkContext.defaultParallelism))
 
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """Write the DataFrame's rows as change rows of kind ``change_type`` in tasks; their ``cdc`` actions."""
@@ -239,6 +291,39 @@ class _ChangeTask:
 
 
 @dataclass(frozen=True)
+class _BinTask:
+    """``mapInArrow`` function over a bin frame: rewrite each bin of the task (core's ``rewrite_bin``)."""
+
+    target: WriteTarget
+    layout: BinLayout
+    hook: TaskHook | None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                payload = orjson.loads(text)
+                files = [AddFile.from_dict(f) for f in payload["files"]]
+                with delta_errors():
+                    added = rewrite_bin(self.target, files, self.layout)
+                if self.hook is not None:
+                    self.hook(added)
+                yield records_batch([{"index": payload["index"], "added": [a.to_dict() for a in added]}])
+
+
+@dataclass(frozen=True)
+class _DeleteTask:
+    """``mapInArrow`` function: delete each chunk of paths; report what was deleted and what failed."""
+
+    storage: Storage
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                outcome = delete_paths(self.storage, orjson.loads(text))
+                yield records_batch([{"deleted": outcome.deleted, "failed": outcome.failed}])
+
+
+@dataclass(frozen=True)
 class _RewriteTask:
     """``mapInArrow`` function over a file frame: rewrite each file of the task through ``rewrite``."""
 
@@ -248,8 +333,6 @@ class _RewriteTask:
     hook: TaskHook | None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import orjson
-
         for batch in batches:
             for text in batch.column(0).to_pylist():
                 payload = orjson.loads(text)
