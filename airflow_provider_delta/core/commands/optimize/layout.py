@@ -3,12 +3,12 @@
 The layouts are picklable dataclasses: the executor (local or Spark tasks) calls them with the bin's
 files and their live rows.
 
-**Z-order** (Delta's ``MultiDimClustering``): each column's values become range ids (0..999, the
-value's rank among the bin's rows scaled to 1,000 ranges, equal values in one range; null is 0),
+**Z-order** (Delta's ``MultiDimClustering``): each column's values become range ids (at most
+1,000 ranges: one per distinct value when there are fewer, else ranges of equal row counts; null is 0),
 the ids' bits are interleaved round-robin from the most significant (the Z-curve), the rows are
 sorted by the interleaved key, and the sorted rows are cut into ``max(1, bin bytes /
 max_file_size)`` files. Delta samples range boundaries and range-partitions without sorting inside
-files; ranking every row gives the same curve without sampling noise.
+files; ranking every row gives the same curve without sampling noise, and sorted files.
 
 Example:
     >>> ZOrder(("x", "y"), max_file_size=1 << 30)(files, rows)  # doctest: +SKIP
@@ -58,7 +58,11 @@ def _column(rows: pa.Table, path: str) -> pa.Array:
 
 
 def range_ids(values: pa.Array, num_ranges: int = NUM_RANGES) -> npt.NDArray[np.uint64]:
-    """Each value's range (0..num_ranges-1) by its rank among ``values``; equal values share one; null is 0.
+    """Each value's range id, as Delta's ``range_partition_id(col, num_ranges)``; null is 0.
+
+    With at most ``num_ranges`` distinct values each value is its own range (ids ``0..d-1`` in value
+    order); with more, the rows are cut into ``num_ranges`` ranges of equal row counts by rank
+    (equal values share a range).
 
     Raises:
         SchemaError: the type has no order (nested types, maps).
@@ -67,12 +71,21 @@ def range_ids(values: pa.Array, num_ranges: int = NUM_RANGES) -> npt.NDArray[np.
     if n == 0:
         return np.zeros(0, dtype=np.uint64)
     try:
-        ranks = pc.rank(values, sort_keys="ascending", tiebreaker="min")
+        dense = pc.rank(values, sort_keys="ascending", tiebreaker="dense")
     except (pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
         raise SchemaError(f"Cannot Z-order by a column of type {values.type}: its values have no order") from err
-    ids = (np.asarray(ranks.to_numpy(zero_copy_only=False), dtype=np.uint64) - 1) * num_ranges // n
-    if values.null_count:
-        ids[np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=bool)] = 0
+    nulls = np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=bool) if values.null_count else None
+    ids = np.asarray(dense.to_numpy(zero_copy_only=False), dtype=np.uint64) - np.uint64(1)
+    distinct = int(ids[~nulls].max()) + 1 if nulls is not None and (~nulls).any() else int(ids.max()) + 1
+    if distinct > num_ranges:
+        # Nulls rank last, so the non-null rows hold ranks 1..m.
+        first = pc.rank(values, sort_keys="ascending", tiebreaker="min")
+        m = n - values.null_count
+        ids = (np.asarray(first.to_numpy(zero_copy_only=False), dtype=np.uint64) - np.uint64(1)) * np.uint64(
+            num_ranges
+        ) // np.uint64(m)
+    if nulls is not None:
+        ids[nulls] = 0
     return ids
 
 
