@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["purge_candidates", "reorg"]
+__all__ = ["plan_reorg", "purge_candidates", "reorg"]
 
 
 def _has_deleted_rows(add: AddFile) -> bool:
@@ -69,10 +69,19 @@ def reorg(
         PredicateError: ``where`` references a data column or does not parse.
         ConcurrentDeleteReadException: a concurrent commit removed a file this REORG rewrote.
     """
+    request = plan_reorg(snapshot, where)
+    return run_rewrite(snapshot, request, executor=executor or LocalExecutor(), before_commit=before_commit)
+
+
+def plan_reorg(snapshot: Snapshot, where: Any = None) -> RewriteRequest:
+    """The bins REORG PURGE would rewrite (footers are read, no data), for dry runs.
+
+    Raises:
+        PredicateError: ``where`` references a data column or does not parse.
+    """
     size = target_file_size_for(snapshot, None)
     files = matching_files(snapshot, where, "REORG")
     candidates = purge_candidates(snapshot, files)
     bins = [b for group in by_partition(candidates).values() for b in pack(group, size)]
     params = {"predicate": operation_predicate(where), "applyPurge": "true"}
-    request = RewriteRequest("REORG", params, bins, Coalesce(), len(files))
-    return run_rewrite(snapshot, request, executor=executor or LocalExecutor(), before_commit=before_commit)
+    return RewriteRequest("REORG", params, bins, Coalesce(), len(files))

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import BinLayout, Executor
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["matching_files", "optimize", "zorder_columns"]
+__all__ = ["matching_files", "optimize", "plan_optimize", "zorder_columns"]
 
 
 def matching_files(snapshot: Snapshot, where: Any, operation: str) -> list[AddFile]:
@@ -131,6 +131,23 @@ def optimize(
         SchemaError: a ZORDER BY column is a partition column or does not exist.
         ConcurrentDeleteReadException: a concurrent commit removed a file this OPTIMIZE rewrote.
     """
+    request = plan_optimize(snapshot, where, target_file_size=target_file_size, zorder_by=zorder_by)
+    return run_rewrite(snapshot, request, executor=executor or LocalExecutor(), before_commit=before_commit)
+
+
+def plan_optimize(
+    snapshot: Snapshot,
+    where: Any = None,
+    *,
+    target_file_size: int | None = None,
+    zorder_by: Sequence[str] | None = None,
+) -> RewriteRequest:
+    """The bins OPTIMIZE would rewrite, without reading or writing any data file (dry runs).
+
+    Raises:
+        PredicateError: ``where`` references a data column or does not parse.
+        SchemaError: a ZORDER BY column is a partition column or does not exist.
+    """
     size = target_file_size_for(snapshot, target_file_size)
     columns = zorder_columns(snapshot, zorder_by)
     files = matching_files(snapshot, where, "OPTIMIZE")
@@ -140,8 +157,7 @@ def optimize(
     else:
         bins, layout = compaction_bins(files, min_file_size=size, max_file_size=size), Coalesce()
     params = {"predicate": operation_predicate(where), "zOrderBy": list(columns), "clusterBy": [], "auto": False}
-    request = RewriteRequest("OPTIMIZE", params, bins, layout, len(files), {"zOrderBy": list(columns)})
-    return run_rewrite(snapshot, request, executor=executor or LocalExecutor(), before_commit=before_commit)
+    return RewriteRequest("OPTIMIZE", params, bins, layout, len(files), {"zOrderBy": list(columns)})
 
 
 def target_file_size_for(snapshot: Snapshot, requested: int | None) -> int:

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import BinLayout, Executor
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["RewriteRequest", "rewrite_metrics", "run_rewrite"]
+__all__ = ["RewriteRequest", "describe_request", "rewrite_metrics", "run_rewrite"]
 
 log = logging.getLogger("airflow_provider_delta.maintenance")
 
@@ -73,6 +73,22 @@ def rewrite_metrics(added: Sequence[AddFile], removed: Sequence[AddFile]) -> dic
         "p75FileSize": pick(n * 3 // 4),
         "maxFileSize": pick(n - 1),
         "numDeletionVectorsRemoved": sum(1 for r in removed if r.deletion_vector),
+    }
+
+
+def describe_request(request: RewriteRequest) -> dict[str, Any]:
+    """What a dry run reports: the files each bin would combine, and the counts."""
+    files = [f for b in request.bins for f in b]
+    return {
+        "operation": request.operation,
+        "numBins": len(request.bins),
+        "numFilesToRewrite": len(files),
+        "sizeOfFilesToRewrite": sum(f.size for f in files),
+        "numDeletionVectorsToRemove": sum(1 for f in files if f.deletion_vector),
+        "partitionsToOptimize": len({tuple(sorted(f.partition_values.items())) for f in files}),
+        "totalConsideredFiles": request.considered,
+        "bins": [[f.path for f in b] for b in request.bins],
+        **request.extra,
     }
 
 

@@ -107,7 +107,8 @@ class Retention:
                 "[DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT] The specified VACUUM retention period is too low "
                 "and may corrupt this Delta table if any writes are in progress. If no operations (insert, "
                 "upsert, delete, optimize) are running, you can disable this safety check by setting: "
-                "delta.retentionDurationCheck.enabled = false (here: enforce_retention_duration=False). "
+                "delta.retentionDurationCheck.enabled = false (here: enforce_retention_duration=False, or "
+                "--no-enforce-retention on the command line). "
                 f"Otherwise, use a retention period of at least {table_hours} hours "
                 f"(table {location!r}, retention_hours={retention_hours!r}).",
                 retention_hours=float(retention_hours) if retention_hours is not None else None,
