@@ -167,6 +167,7 @@ def vacuum(
         return VacuumResult(plan.paths, metrics, True, plan.mode, parameters=params)
     executor = executor or LocalExecutor()
     start = _commit(snapshot, "VACUUM START", params, metrics)
+    snapshot = snapshot.advance(start)  # END follows START directly (no rebase round trip)
     try:
         outcome = executor.delete_files(snapshot.storage, [f.path for f in plan.files])
         deleted_dirs = _delete_dirs(snapshot, plan.dirs) if not outcome.failed else []
