@@ -93,3 +93,54 @@ def assert_same_rows_as_delta_rs(location: Path | str, version: int | None = Non
 def now_plus(days: float) -> int:
     """Epoch ms ``days`` from now (VACUUM's clock for "the retention has passed")."""
     return int(time.time() * 1000 + days * DAY_MS)
+
+
+def expired_files_table(location: Path, n: int, *, partitions: int = 4) -> tuple[list[str], list[str]]:
+    """A table of ``n`` data files (copies of one small Parquet file), every other one removed long ago.
+
+    Written straight to the log (fast at thousands of files); every file is 30 days old. Returns
+    (live paths, expired paths).
+    """
+    import json
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    log = location / "_delta_log"
+    log.mkdir(parents=True)
+    now = int(time.time() * 1000)
+    old = now - 30 * DAY_MS
+    schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+        {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+    ]}
+    meta = {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+            "schemaString": json.dumps(schema), "partitionColumns": ["p"], "configuration": {}}
+    template = location / "template.parquet"
+    pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), template)
+    data = template.read_bytes()
+    template.unlink()
+    adds, removes, live, expired = [], [], [], []
+    for i in range(n):
+        part = str(i % partitions)
+        path = f"p={part}/part-{i:06d}-{uuid.UUID(int=i)}-c000.snappy.parquet"
+        (location / path).parent.mkdir(exist_ok=True)
+        (location / path).write_bytes(data)
+        adds.append({"add": {"path": path, "partitionValues": {"p": part}, "size": len(data),
+                             "modificationTime": old, "dataChange": True, "stats": '{"numRecords":3}'}})
+        if i % 2:
+            removes.append({"remove": {"path": path, "deletionTimestamp": old, "dataChange": True,
+                                       "partitionValues": {"p": part}, "size": len(data)}})
+            expired.append(path)
+        else:
+            live.append(path)
+
+    def commit(version: int, actions: list[dict[str, Any]]) -> None:
+        (log / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+
+    commit(0, [{"commitInfo": {"timestamp": now, "operation": "CREATE TABLE"}},
+               {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": meta}])
+    commit(1, [{"commitInfo": {"timestamp": now, "operation": "WRITE"}}, *adds])
+    commit(2, [{"commitInfo": {"timestamp": now, "operation": "DELETE"}}, *removes])
+    make_old(location)
+    return live, expired

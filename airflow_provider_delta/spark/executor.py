@@ -32,7 +32,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -68,8 +69,6 @@ from airflow_provider_delta.spark.tasks import (
 from airflow_provider_delta.spark.types import from_spark_schema
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from pyspark.sql import DataFrame, SparkSession
 
     from airflow_provider_delta.core.change_data import ChangeType
@@ -79,14 +78,31 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
-__all__ = ["SPARK_DELETE_THRESHOLD", "SparkExecutor", "TaskHook"]
+__all__ = ["DELETE_JOB_GROUP", "REWRITE_JOB_GROUP", "SPARK_DELETE_THRESHOLD", "SparkExecutor", "TaskHook", "job_group"]
 
 #: Fewer paths than this are deleted in the driver (thread pool) rather than by a Spark job.
 SPARK_DELETE_THRESHOLD = 1000
 _DELETE_CHUNKS_PER_CORE = 4
+#: Spark job groups of the maintenance work (the Spark UI and ``statusTracker`` show them).
+DELETE_JOB_GROUP = "delta-vacuum-delete"
+REWRITE_JOB_GROUP = "delta-rewrite"
+
+
+@contextlib.contextmanager
+def job_group(spark: SparkSession, group: str, description: str) -> Iterator[None]:
+    """Run the Spark jobs of the block in ``group`` (the caller's own group is restored afterwards)."""
+    sc = spark.sparkContext
+    previous = {key: sc.getLocalProperty(key) for key in ("spark.jobGroup.id", "spark.job.description")}
+    sc.setJobGroup(group, description)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            sc.setLocalProperty(key, value)  # type: ignore[arg-type]
 
 TaskHook = Callable[[Sequence[AddFile | AddCDCFile]], None]
-"""A callable run in each task after it has written its files, with their actions (tests)."""
+"""A callable run in each task after it has written its files, with their actions (tests); VACUUM's
+delete tasks call it with no actions after each chunk."""
 
 
 class SparkExecutor(Executor):
@@ -170,7 +186,10 @@ class SparkExecutor(Executor):
             for group in groups
         ]
         task = _BinTask(target, layout, self.task_hook)
-        for record in collect_records(map_in_arrow(json_frame(self.spark, payloads), task, RECORD_SCHEMA)):
+        description = f"Delta rewrite: {len(bins)} bin(s) of {target.location}"
+        with job_group(self.spark, REWRITE_JOB_GROUP, description):
+            records = collect_records(map_in_arrow(json_frame(self.spark, payloads), task, RECORD_SCHEMA))
+        for record in records:
             out[int(record["index"])] = [AddFile.from_dict(a) for a in record["added"]]
         return out
 
@@ -182,8 +201,10 @@ class SparkExecutor(Executor):
         size = -(-len(paths) // chunks)
         groups = [[orjson.dumps(list(paths[i : i + size])).decode()] for i in range(0, len(paths), size)]
         outcome = DeleteOutcome()
-        task = _DeleteTask(storage)
-        for record in collect_records(map_in_arrow(json_frame(self.spark, groups), task, RECORD_SCHEMA)):
+        task = _DeleteTask(storage, self.task_hook)
+        with job_group(self.spark, DELETE_JOB_GROUP, f"Delta VACUUM: delete {len(paths)} file(s) of {storage.root}"):
+            records = collect_records(map_in_arrow(json_frame(self.spark, groups), task, RECORD_SCHEMA))
+        for record in records:
             outcome.merge(DeleteOutcome(list(record["deleted"]), dict(record["failed"])))
         return outcome
 
@@ -315,11 +336,14 @@ class _DeleteTask:
     """``mapInArrow`` function: delete each chunk of paths; report what was deleted and what failed."""
 
     storage: Storage
+    hook: TaskHook | None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             for text in batch.column(0).to_pylist():
                 outcome = delete_paths(self.storage, orjson.loads(text))
+                if self.hook is not None:
+                    self.hook([])
                 yield records_batch([{"deleted": outcome.deleted, "failed": outcome.failed}])
 
 
