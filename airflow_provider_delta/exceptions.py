@@ -247,6 +247,21 @@ class ExportWatermarkError(ChangeDataExportError):
         super().__init__(message, version=version)
         self.exporter = exporter
         self.path = path
+class VacuumError(DeltaError):
+    """VACUUM cannot run as asked: the retention is unsafe, LITE cannot see every file, or deletes failed."""
+
+
+class RetentionPeriodError(ValueError, VacuumError):
+    """The VACUUM retention is negative, or shorter than the table's with the safety check on."""
+
+    def __init__(self, message: str, *, retention_hours: float | None = None, table_hours: int | None = None) -> None:
+        super().__init__(message)
+        self.retention_hours = retention_hours
+        self.table_hours = table_hours
+
+
+class VacuumLiteError(VacuumError):
+    """VACUUM LITE cannot find every eligible file in the log (Delta's ``DELTA_CANNOT_VACUUM_LITE``)."""
 
 
 class JobSpecError(ValueError, DeltaError):
@@ -337,6 +352,7 @@ __all__ = [
     "PredicateError",
     "ProtocolChangedException",
     "ProtocolError",
+    "RetentionPeriodError",
     "SchemaError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
@@ -346,5 +362,7 @@ __all__ = [
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
+    "VacuumError",
+    "VacuumLiteError",
     "VersionNotFoundError",
 ]

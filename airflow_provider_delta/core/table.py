@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddFile, Metadata, Protocol, RemoveFile
     from airflow_provider_delta.core.commands.merge.builder import MergeBuilder
+    from airflow_provider_delta.core.commands.vacuum import VacuumResult
     from airflow_provider_delta.core.log.history import TimestampLike
     from airflow_provider_delta.core.read.changes import ChangeBatch
     from airflow_provider_delta.core.schema.types import StructType
@@ -390,6 +391,101 @@ class DeltaTable:
     def cleanup_log(self) -> list[str]:
         """Delete log files older than ``delta.logRetentionDuration`` that no version in it needs."""
         return cleanup_log(self._snapshot)
+
+    # -- maintenance ----------------------------------------------------------------------------
+    def vacuum(
+        self,
+        retention_hours: float | None = None,
+        *,
+        dry_run: bool = False,
+        lite: bool = False,
+        enforce_retention_duration: bool = True,
+    ) -> VacuumResult:
+        """Delete files that no version within the retention needs (Delta's VACUUM).
+
+        Args:
+            retention_hours: keep files removed within this many hours (default: the table's
+                ``delta.deletedFileRetentionDuration``, 7 days). Honoured as given; Delta 4.1 ignores
+                values other than 0.
+            dry_run: only list what would be deleted: nothing is deleted or committed.
+            lite: take the candidates from the log since the last VACUUM (no listing; never deletes
+                untracked files).
+            enforce_retention_duration: refuse a retention shorter than the table's.
+
+        Returns:
+            ``files`` (relative paths, folders included) and Delta's ``metrics``; a real run also
+            writes ``VACUUM START`` and ``VACUUM END`` commits.
+
+        Raises:
+            RetentionPeriodError: negative retention, or too short with the check on.
+            VacuumLiteError: LITE cannot see every eligible file (run a FULL VACUUM).
+            UnsupportedFeatureError: the table needs a writer feature this engine lacks.
+
+        Example:
+            >>> t.vacuum(retention_hours=168, dry_run=True).files  # doctest: +SKIP
+            ['date=2024-01-01/part-00000-...-c000.snappy.parquet']
+        """
+        from airflow_provider_delta.core.commands.vacuum import vacuum  # lazy: loads the executor, see top
+
+        result = vacuum(self._latest(), retention_hours, dry_run=dry_run, lite=lite,
+                        enforce_retention_duration=enforce_retention_duration)
+        self._after(result.end_version)
+        return result
+
+    def optimize(
+        self,
+        where: Any = None,
+        *,
+        target_file_size: int | None = None,
+        zorder_by: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Compact small files per partition, or cluster them with ZORDER BY (Delta's OPTIMIZE).
+
+        Args:
+            where: a SQL predicate on partition columns only (``"date >= '2024-01-01'"``).
+            target_file_size: the size files are compacted to, in bytes (default: the table's
+                ``delta.targetFileSize``, else 1 GiB); smaller files are candidates.
+            zorder_by: data columns to cluster by (every file of each selected partition is rewritten).
+
+        Returns:
+            ``version`` (None when there was nothing to do) and Delta's metrics (``numAddedFiles``,
+            ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes``, ``minFileSize``,
+            ``p25FileSize``, ..., ``numDeletionVectorsRemoved``).
+
+        Raises:
+            PredicateError: ``where`` references a data column.
+            SchemaError: a ZORDER BY column is a partition column or does not exist.
+            ConcurrentDeleteReadException: a concurrent commit removed a file being compacted.
+
+        Example:
+            >>> t.optimize(zorder_by=["id"])["numAddedFiles"]  # doctest: +SKIP
+            2
+        """
+        from airflow_provider_delta.core.commands.optimize import optimize  # lazy: see top
+
+        result = optimize(self._latest(), where, target_file_size=target_file_size, zorder_by=zorder_by)
+        self._after(result["version"])
+        return result
+
+    def reorg(self, where: Any = None) -> dict[str, Any]:
+        """``REORG TABLE ... APPLY (PURGE)``: rewrite files with soft-deleted rows or dropped columns.
+
+        Files whose deletion vectors delete rows, and files still holding columns dropped under
+        column mapping, are rewritten (small ones combined); ``where`` may use partition columns
+        only. A second run finds nothing to do and commits nothing.
+
+        Returns:
+            ``version`` (None when nothing needed a purge) and OPTIMIZE's metrics.
+
+        Example:
+            >>> t.reorg()["numDeletionVectorsRemoved"]  # doctest: +SKIP
+            3
+        """
+        from airflow_provider_delta.core.commands.reorg import reorg  # lazy: see top
+
+        result = reorg(self._latest(), where)
+        self._after(result["version"])
+        return result
 
     def load_version(self, version: int) -> DeltaTable:
         """The same table at another version."""

@@ -52,6 +52,7 @@ __all__ = [
     "delta_errors",
     "file_frame",
     "file_partitions",
+    "json_frame",
     "map_in_arrow",
     "records_batch",
     "reraise_task_error",
@@ -227,17 +228,22 @@ def file_frame(spark: SparkSession, files: Sequence[AddFile], *, with_stats: boo
     Without ``with_stats`` the actions' ``stats`` (often most of their size) are left out: readers
     need the path, partition values and deletion vector only.
     """
-    from pyspark.sql.types import StringType, StructField, StructType
-
     groups = file_partitions(
         [f.size for f in files],
         parallelism=spark.sparkContext.defaultParallelism,
         max_bytes=_conf_bytes(spark, "spark.sql.files.maxPartitionBytes", _MAX_PARTITION_BYTES),
         open_cost=_conf_bytes(spark, "spark.sql.files.openCostInBytes", _OPEN_COST_BYTES),
     )
-    payloads = [[_file_payload(i, files[i], with_stats) for i in group] for group in groups]
+    return json_frame(spark, [[_file_payload(i, files[i], with_stats) for i in group] for group in groups])
+
+
+def json_frame(spark: SparkSession, groups: Sequence[Sequence[str]]) -> DataFrame:
+    """A DataFrame of one ``file`` (string) column: one partition per group, one row per JSON text."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    payloads = [list(group) for group in groups]
     # One group per slice (parallelize splits a list of n elements into n slices of one element),
-    # then one row per file within its group's partition.
+    # then one row per payload within its group's partition.
     rdd = spark.sparkContext.parallelize(payloads, max(1, len(payloads))).flatMap(lambda group: [(p,) for p in group])
     return spark.createDataFrame(rdd, StructType([StructField(FILE_COLUMN, StringType(), nullable=False)]))
 

@@ -57,6 +57,35 @@ class ArrowFileSystemStorage:
             data: bytes = fh.read()
             return data
 
+    def list_entries(self, relative_dir: str) -> list[FileInfo]:
+        """Files and folders directly under ``relative_dir``."""
+        rel = relative_dir.strip("/")
+        selector = pafs.FileSelector(self._abs(rel) if rel else self.root, allow_not_found=True)
+        out = []
+        for info in self.fs.get_file_info(selector):
+            if info.type == pafs.FileType.Directory:
+                out.append(FileInfo(info.base_name, 0, 0, is_dir=True))
+            elif info.type == pafs.FileType.File:
+                mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else 0
+                out.append(FileInfo(info.base_name, info.size or 0, mtime))
+        return out
+
+    def delete_empty_dir(self, relative_dir: str) -> bool:
+        """Delete the folder only when nothing lies under it."""
+        rel = relative_dir.strip("/")
+        if not rel:
+            return False
+        path = self._abs(rel)
+        try:
+            if self.fs.get_file_info(pafs.FileSelector(path, allow_not_found=True)):
+                return False
+            self.fs.delete_dir(path)
+        except FileNotFoundError:
+            return True
+        except OSError:
+            return False
+        return True
+
     def read_many(self, relative_paths: Sequence[str]) -> list[bytes]:
         """Several whole files, in order."""
         return [self.read_bytes(p) for p in relative_paths]

@@ -23,11 +23,12 @@ LOG_DIR = "_delta_log"
 
 @dataclass(frozen=True, slots=True)
 class FileInfo:
-    """One listed file: its name relative to the listed folder, size and modification time (ms)."""
+    """One listed file (or folder): its name relative to the listed folder, size and modification time (ms)."""
 
     name: str
     size: int
     modification_time: int
+    is_dir: bool = False
 
 
 class Storage(Protocol):
@@ -42,6 +43,14 @@ class Storage(Protocol):
 
     def list_dir(self, relative_dir: str, *, start_after: str | None = None) -> list[FileInfo]:
         """Files directly under ``relative_dir`` sorted by name, optionally only names > ``start_after``."""
+        ...
+
+    def list_entries(self, relative_dir: str) -> list[FileInfo]:
+        """Files and folders directly under ``relative_dir`` (folders with ``is_dir``), in no order."""
+        ...
+
+    def delete_empty_dir(self, relative_dir: str) -> bool:
+        """Delete the folder if it is empty; False when it holds anything (nothing is deleted then)."""
         ...
 
     def read_bytes(self, relative_path: str) -> bytes:

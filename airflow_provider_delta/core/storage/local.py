@@ -71,6 +71,36 @@ class LocalStorage:
         out.sort(key=lambda f: f.name)
         return out
 
+    def list_entries(self, relative_dir: str) -> list[FileInfo]:
+        """Files and folders directly under ``relative_dir`` (one ``scandir``); [] when it is absent."""
+        out: list[FileInfo] = []
+        try:
+            with os.scandir(self._abs(relative_dir)) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            out.append(FileInfo(entry.name, 0, 0, is_dir=True))
+                            continue
+                        st = entry.stat()
+                    except FileNotFoundError:
+                        continue
+                    out.append(FileInfo(entry.name, st.st_size, st.st_mtime_ns // 1_000_000))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        return out
+
+    def delete_empty_dir(self, relative_dir: str) -> bool:
+        """``rmdir``: only an empty folder goes; the table root never does."""
+        if not relative_dir.strip("/"):
+            return False
+        try:
+            os.rmdir(self._abs(relative_dir))
+        except FileNotFoundError:
+            return True
+        except OSError:  # not empty (or not a folder)
+            return False
+        return True
+
     def read_bytes(self, relative_path: str) -> bytes:
         """The whole file; raises FileNotFoundError when absent."""
         with open(self._abs(relative_path), "rb") as fh:

@@ -275,6 +275,24 @@ class ObjectStoreStorage:
         out.sort(key=lambda f: f.name)
         return out
 
+    def list_entries(self, relative_dir: str) -> list[FileInfo]:
+        """Objects and "folders" (common prefixes) directly under ``relative_dir``: one delimited LIST."""
+        import obstore  # lazy: object stores only
+
+        prefix = self._key(relative_dir)
+        prefix = f"{prefix}/" if prefix else ""
+        result = self._call("list", relative_dir or "/", lambda: obstore.list_with_delimiter(self.store, prefix))
+        out = [FileInfo(p[len(prefix):].rstrip("/"), 0, 0, is_dir=True) for p in result["common_prefixes"]]
+        for meta in result["objects"]:
+            name = meta["path"][len(prefix):]
+            if name and "/" not in name:
+                out.append(FileInfo(name, int(meta["size"]), _millis(meta["last_modified"])))
+        return out
+
+    def delete_empty_dir(self, relative_dir: str) -> bool:
+        """Object stores have no folders: one that holds no object is already gone (True)."""
+        return bool(relative_dir.strip("/")) and not self.list_entries(relative_dir)
+
     def read_bytes(self, relative_path: str) -> bytes:
         """The whole object (one GET); FileNotFoundError when absent."""
         import obstore  # lazy: object stores only

@@ -151,6 +151,14 @@ class Transaction:
         self._read_paths.update(file_key(f.path, None)[0] for f in files)
         return files
 
+    def mark_files_read(self, *files: AddFile) -> None:
+        """Record exactly these files as read (no predicate): a winner that removes one of them conflicts.
+
+        Compaction reads only the files it rewrites, so a concurrent delete of any other file is no
+        conflict, and under SnapshotIsolation neither is an append.
+        """
+        self._read_paths.update(file_key(f.path, None)[0] for f in files)
+
     def read_whole_table(self) -> None:
         """Record that the transaction depends on every file of the table."""
         self._read_whole_table = True

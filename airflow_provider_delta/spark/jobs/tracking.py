@@ -25,8 +25,16 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.executor import ChangeRows, FileRewrite, RewriteResult
+    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
+    from airflow_provider_delta.core.executor import (
+        BinLayout,
+        ChangeRows,
+        DeleteOutcome,
+        FileRewrite,
+        RewriteResult,
+    )
     from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
 
@@ -87,6 +95,44 @@ class TrackingExecutor(Executor):
     ) -> list[pa.Table]:
         """As the inner executor."""
         return self.inner.read_files(target, files, schema=schema)
+
+    def write_files_and_changes(
+        self,
+        target: WriteTarget,
+        data: Any,
+        change_type: ChangeType,
+        *,
+        require: Any = None,
+        require_text: str = "",
+    ) -> tuple[list[AddFile], list[ChangeRows]]:
+        """As the inner executor (one pass over the rows where it can); the files are recorded."""
+        adds, changes = self.inner.write_files_and_changes(
+            target, data, change_type, require=require, require_text=require_text
+        )
+        self._record(adds)
+        self._record(changes)
+        return adds, changes
+
+    def rewrite_bins(
+        self, target: WriteTarget, bins: Sequence[Sequence[AddFile]], layout: BinLayout
+    ) -> list[list[AddFile]]:
+        """As the inner executor; the new files are recorded."""
+        written = self.inner.rewrite_bins(target, bins, layout)
+        for adds in written:
+            self._record(adds)
+        return written
+
+    def delete_files(self, storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
+        """As the inner executor."""
+        return self.inner.delete_files(storage, paths)
+
+    def merge(self, job: MergeJob) -> MergeOutcome | None:
+        """As the inner executor; the files its join wrote are recorded."""
+        outcome = self.inner.merge(job)
+        if outcome is not None:
+            self._record(outcome.added)
+            self._record(outcome.cdc)
+        return outcome
 
     def __getattr__(self, name: str) -> Any:
         # Anything else an executor offers (e.g. the Spark session) comes from the inner one.
