@@ -400,6 +400,7 @@ class DeltaTable:
         dry_run: bool = False,
         lite: bool = False,
         enforce_retention_duration: bool = True,
+        respect_exports: bool = True,
     ) -> VacuumResult:
         """Delete files that no version within the retention needs (Delta's VACUUM).
 
@@ -420,6 +421,8 @@ class DeltaTable:
             RetentionPeriodError: negative retention, or too short with the check on.
             VacuumLiteError: LITE cannot see every eligible file (run a FULL VACUUM).
             UnsupportedFeatureError: the table needs a writer feature this engine lacks.
+            ExportWatermarkError: a registered change data exporter still needs a file that would be
+                deleted (``respect_exports=False`` deletes it anyway).
 
         Example:
             >>> t.vacuum(retention_hours=168, dry_run=True).files  # doctest: +SKIP
@@ -428,7 +431,7 @@ class DeltaTable:
         from airflow_provider_delta.core.commands.vacuum import vacuum  # lazy: loads the executor, see top
 
         result = vacuum(self._latest(), retention_hours, dry_run=dry_run, lite=lite,
-                        enforce_retention_duration=enforce_retention_duration)
+                        enforce_retention_duration=enforce_retention_duration, respect_exports=respect_exports)
         self._after(result.end_version)
         return result
 

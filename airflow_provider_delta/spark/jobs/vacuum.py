@@ -47,6 +47,8 @@ JOB = JobDefinition(
                "Refuse a retention shorter than the table's (Delta's retentionDurationCheck).",
                aliases=("retentionDurationCheck", "enforce_retention")),
         Option("max_files_in_result", int, 1000, "How many paths the result lists (numFiles is the total)."),
+        Option("respect_exports", bool, True,
+               "Refuse to delete files a registered change data exporter still needs (false: delete anyway)."),
     ),
     engines=("spark", "local"),
     multi_table=True,
@@ -64,11 +66,12 @@ def run(ctx: JobContext) -> JobOutput:
     dry_run = ctx.option("dry_run", False, kind=bool)
     lite = ctx.option("lite", False, kind=bool)
     enforce = ctx.option("enforce_retention_duration", True, kind=bool)
+    respect_exports = bool(ctx.option("respect_exports", True))
     cap = int(number_option(ctx, "max_files_in_result", minimum=0) or DEFAULT_MAX_FILES_IN_RESULT)
     snapshot = load_table_for(ctx.spec.table, "VACUUM", ctx.spec.storage_options)
     result = vacuum(
         snapshot, retention, dry_run=dry_run, lite=lite, enforce_retention_duration=enforce,
-        executor=executor_for(ctx),
+        executor=executor_for(ctx), respect_exports=respect_exports,
     )
     version = result.end_version if result.end_version is not None else snapshot.version
     return JobOutput(version=version, committed=not dry_run, metrics=result.to_dict(max_files=cap))

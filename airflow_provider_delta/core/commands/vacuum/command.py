@@ -132,6 +132,7 @@ def vacuum(
     enforce_retention_duration: bool = True,
     executor: Executor | None = None,
     protect: Sequence[ProtectionSource] = (),
+    respect_exports: bool = True,
     now_ms: int | None = None,
 ) -> VacuumResult:
     """VACUUM ``snapshot``'s table (see the module docstring).
@@ -146,6 +147,8 @@ def vacuum(
         enforce_retention_duration: refuse a retention shorter than the table's (the safety check).
         executor: where the deletes run (default: this process's thread pool).
         protect: more files to keep (see :mod:`.protect`).
+        respect_exports: refuse to delete files that a change data exporter registered in the table
+            still needs (``core.commands.cdf_export``); False deletes them anyway.
         now_ms: the clock (tests).
 
     Raises:
@@ -153,6 +156,8 @@ def vacuum(
         RetentionPeriodError: negative retention, or too short with the check on.
         VacuumLiteError: LITE cannot see every eligible file; run a FULL VACUUM.
         VacuumError: some files could not be deleted (after ``VACUUM END`` with status FAILED).
+        ExportWatermarkError: a registered change data exporter still needs a file (before anything
+            is deleted or committed; a dry run lists the files without this check).
     """
     check_writable(snapshot.protocol, location=snapshot.location, version=snapshot.version)
     retention = Retention.of(
@@ -165,6 +170,11 @@ def vacuum(
     metrics: dict[str, Any] = {"numFilesToDelete": plan.num_files, "sizeOfDataToDelete": plan.size_to_delete}
     if dry_run:
         return VacuumResult(plan.paths, metrics, True, plan.mode, parameters=params)
+    if respect_exports:
+        # lazy: exporter watermarks live in the CDF export command, needed only by a real run
+        from airflow_provider_delta.core.commands.cdf_export.watermarks import refuse_if_exporters_need
+
+        refuse_if_exporters_need(snapshot, [f.path for f in plan.files])
     executor = executor or LocalExecutor()
     start = _commit(snapshot, "VACUUM START", params, metrics)
     snapshot = snapshot.advance(start)  # END follows START directly (no rebase round trip)

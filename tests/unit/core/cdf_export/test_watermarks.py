@@ -109,3 +109,19 @@ def test_an_exporter_registered_at_the_latest_version_needs_nothing(tmp_path: Pa
     assert snap.version == 2
     [needs] = files_needed_by_exporters(snap)
     assert needs.paths == frozenset()
+
+
+def test_vacuum_refuses_files_a_lagging_exporter_needs_unless_told_otherwise(tmp_path: Path) -> None:
+    busy_table(tmp_path / "src", properties=DOMAIN_FEATURE)  # versions 0..5, with removed files
+    export_changes(str(tmp_path / "src"), str(tmp_path / "out"), ending_version=1)  # registers at -1
+    src = DeltaTable(str(tmp_path / "src"))
+    planned = src.vacuum(0, dry_run=True, enforce_retention_duration=False).files
+    assert planned  # the dry run lists the candidates without the check
+    with pytest.raises(ExportWatermarkError, match="exporter .*default.*respect_exports=False") as info:
+        src.vacuum(0, enforce_retention_duration=False)
+    assert info.value.exporter == "default"
+    after = DeltaTable(str(tmp_path / "src"))
+    assert after.version == src.version  # no VACUUM START: refused before anything was committed
+    assert all((tmp_path / "src" / p).exists() for p in planned if not p.endswith("/"))
+    done = after.vacuum(0, enforce_retention_duration=False, respect_exports=False)
+    assert set(done.files) == set(planned)
