@@ -102,8 +102,17 @@ def xcom_value(dag_id: str, run_id: str, task_id: str, key: str = "return_value"
 
 
 def recreate(path: str, appends: int = 3) -> int:
-    """Drop the table (delete its folder) and create a new one at the same path with ``appends`` commits."""
+    """Drop the table and create a new one at the same path with ``appends`` commits.
+
+    The old folder is moved away and the new table moved in (two renames), so a sensor polling
+    meanwhile sees the table, then no table, then the new one, never a half-deleted folder.
+    """
+    import os
     import shutil
 
-    shutil.rmtree(path)
-    return make_table(path, appends=appends).version
+    staging = f"{path}.new"
+    version = make_table(staging, appends=appends).version
+    os.rename(path, f"{path}.old")
+    os.rename(staging, path)
+    shutil.rmtree(f"{path}.old")
+    return version
