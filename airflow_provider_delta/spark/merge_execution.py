@@ -4,7 +4,8 @@ The plan (clauses, evolved schema, candidate files) is core's, as for the local 
 
 1. the candidate target files are read by Spark tasks with the engine's reader
    (:func:`~airflow_provider_delta.spark.read.file_rows_frame`: deletion vectors, column mapping,
-   partition values, the evolved schema), each row tagged with its file and position;
+   partition values), only the columns the ON condition and the clauses use, each row tagged with its
+   file and position;
 2. Spark joins them with the source DataFrame on the ON condition (full outer when there are
    WHEN NOT MATCHED clauses, else left outer; a left anti join of the source for insert-only merges),
    so the join scales and spills as any Spark join;
@@ -12,10 +13,11 @@ The plan (clauses, evolved schema, candidate files) is core's, as for the local 
    over both aliases, WHEN NOT MATCHED over the source only, NOT MATCHED BY SOURCE over the target
    only (each stage sees just its aliases); a row's clause is the first whose condition holds
    (``CASE WHEN``), and a value is computed only on the rows its clause takes;
-4. the joined rows are grouped by target file (rows to insert in a few groups of their own) and
-   :class:`~airflow_provider_delta.spark.merge_tasks.MergeGroupTask` writes each group with core's
-   writer: rewritten files, inserted rows and change data; only ``add``/``cdc`` actions and counters
-   come back, and the driver commits once.
+4. the joined rows a clause acts on are grouped by target file (rows to insert in a few groups of
+   their own) and :class:`~airflow_provider_delta.spark.merge_tasks.MergeGroupTask` writes each group
+   with core's reader and writer: it reads its file again, rewrites it with the changes, and writes
+   inserted rows and change data; unchanged rows never pass through Spark's shuffles. Only
+   ``add``/``cdc`` actions and counters come back, and the driver commits once.
 
 Example:
     >>> outcome = run_spark_merge(spark, job)   # doctest: +SKIP
@@ -33,8 +35,9 @@ from pyspark.sql import functions as F
 
 from airflow_provider_delta.core.actions import AddCDCFile, AddFile
 from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS, MergeOutcome
-from airflow_provider_delta.core.commands.merge.plan import quote_sql
+from airflow_provider_delta.core.commands.merge.plan import EngineExpr, quote_sql
 from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
+from airflow_provider_delta.core.expressions import Column as ExprColumn
 from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.spark.merge_source import SparkMergeSource
 from airflow_provider_delta.spark.merge_tasks import (
@@ -51,12 +54,13 @@ from airflow_provider_delta.spark.read import FILE_INDEX, ROW_INDEX, file_rows_f
 from airflow_provider_delta.spark.tasks import RECORD_SCHEMA, apply_in_arrow, collect_records
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from pyspark.sql import Column, DataFrame, SparkSession
 
     from airflow_provider_delta.core.commands.merge.job import MergeJob
     from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
+    from airflow_provider_delta.core.expressions import Expr
 
 __all__ = ["run_spark_merge"]
 
@@ -86,11 +90,15 @@ def run_spark_merge(
         return MergeOutcome(counts=dict.fromkeys(CLAUSE_COUNTERS, 0))  # no target row can change
     started = time.monotonic()
     source = _source_frame(spark, job)
-    target = file_rows_frame(spark, WriteTarget.of(job.reader), job.files, job.writer.schema)
+    reader = WriteTarget.of(job.reader)
+    columns = _target_columns(plan, reader.schema.names)
+    target = file_rows_frame(spark, reader, job.files, columns)
     writer = WriteTarget.of(job.writer)
     groups = max(spark.sparkContext.defaultParallelism, math.ceil(plan.source_rows / _ROWS_PER_INSERT_GROUP))
-    frame = _Stages(plan, target, source, writer.schema.names).grouped(groups)
+    frame = _Stages(plan, target, source, columns).grouped(groups)
     task = MergeGroupTask(
+        reader=reader,
+        files=tuple(f._replace(stats=None) for f in job.files),
         target=writer,
         clauses=tuple(TaskClause.of(c) for c in plan.clauses),
         duplicates_allowed=plan.duplicates_allowed,
@@ -104,6 +112,30 @@ def run_spark_merge(
     outcome = _outcome(job, records, writer)
     outcome.scan_seconds = time.monotonic() - started
     return outcome
+
+
+def _target_columns(plan: MergePlan, names: Sequence[str]) -> list[str]:
+    """The target columns the ON condition and the clauses read (all of them for Spark-only SQL)."""
+    exprs: list[Expr | None] = [plan.target_filter, plan.residual]
+    for clause in (*plan.matched, *plan.not_matched_by_source):
+        exprs += [clause.condition, *(a.value for a in clause.assignments)]
+    used = {key.target[0].lower() for key in plan.keys}
+    for expr in exprs:
+        for node in _walk(expr):
+            if isinstance(node, EngineExpr):
+                return list(names)
+            if isinstance(node, ExprColumn) and node.qualifier in (None, plan.target_alias):
+                used.add(node.path[0].lower())
+    chosen = [n for n in names if n.lower() in used]
+    return chosen or list(names[:1])  # a row count needs one column
+
+
+def _walk(expr: Expr | None) -> Iterator[Expr]:
+    if expr is None:
+        return
+    yield expr
+    for child in expr.children():
+        yield from _walk(child)
 
 
 def _source_frame(spark: SparkSession, job: MergeJob) -> DataFrame:
@@ -218,10 +250,15 @@ class _Stages:
             only_target = target_row & F.col(_SOURCE_PRESENT).isNull()
             self._stage(self.target_names, BY_SOURCE, plan.target_alias, only_target,
                         plan.not_matched_by_source, "not_matched_by_source")
-        keep = target_row | (F.col(INSERT) >= 0) if plan.not_matched else target_row
+        acted = [F.col(c) >= 0 for c, clauses in ((MATCHED, plan.matched), (INSERT, plan.not_matched),
+                                                   (BY_SOURCE, plan.not_matched_by_source)) if clauses]
+        keep = acted[0]
+        for more in acted[1:]:
+            keep = keep | more
         insert_group = F.lit(-1) - F.pmod(F.spark_partition_id(), F.lit(insert_groups))
         group = F.when(target_row, F.col(FILE_INDEX).cast("long")).otherwise(insert_group.cast("long"))
-        dropped = {_SOURCE_PRESENT, _TARGET_PRESENT, *(_source_column(i) for i in range(len(self.source_names)))}
+        dropped = {_SOURCE_PRESENT, _TARGET_PRESENT, *(_source_column(i) for i in range(len(self.source_names))),
+                   *(target_column(i) for i in range(len(self.target_names)))}
         wanted = [n for n in self.private if n not in dropped]
         return self.frame.where(keep).select(group.alias(GROUP), *wanted)
 

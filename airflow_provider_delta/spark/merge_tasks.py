@@ -1,16 +1,18 @@
 """The Spark tasks of MERGE: one call per group of joined rows, written with the engine's writer.
 
 Spark joins the target rows with the source and evaluates the clause conditions and values as Spark
-SQL (:mod:`airflow_provider_delta.spark.merge`); the rows then reach these tasks grouped: every row
-of one target file in one group (its matched pairs, or the row alone when nothing matched), and the
-rows to insert in a few groups of their own. A :class:`MergeGroupTask` turns a group into files with
-core's code, so the rows written, their casts and the change data are those of the local executor:
+SQL (:mod:`airflow_provider_delta.spark.merge_execution`); the joined rows a clause acts on then reach
+these tasks grouped: the rows updating or deleting rows of one target file in one group (each carries
+its target row's position in the file and the clause's values), and the rows to insert in a few
+groups of their own. A :class:`MergeGroupTask` turns a group into files with core's code, so the rows
+written, their casts and the change data are those of the local executor:
 
-- a target file's group: at most one clause acts on a target row (two matched source rows that would
-  update or delete it raise ``MergeMultipleMatchError``, as locally); when a row is updated or
-  deleted the file is rewritten (unchanged rows copied in their order, then the updated rows), the
-  values cast with core's store assignment (:func:`~airflow_provider_delta.core.commands.merge.local.assign_values`),
-  and, on a change-data-feed table, ``update_preimage``/``update_postimage``/``delete`` rows written;
+- a target file's group: the task reads the file again with core's reader (so unchanged rows never
+  travel through Spark); at most one clause acts on a target row (two matched source rows that would
+  update or delete it raise ``MergeMultipleMatchError``, as locally); the file is rewritten (unchanged
+  rows copied in their order, then the updated rows), the values cast with core's store assignment
+  (:func:`~airflow_provider_delta.core.commands.merge.local.assign_values`), and, on a change-data-feed
+  table, ``update_preimage``/``update_postimage``/``delete`` rows written;
 - an insert group: the new rows built from null rows and the clause's values, written as new files,
   with ``insert`` change rows when the driver may need them (it drops them when no file is removed).
 
@@ -33,6 +35,7 @@ import pyarrow.compute as pc
 
 from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS
 from airflow_provider_delta.core.commands.merge.local import assign_values
+from airflow_provider_delta.core.read.scan import read_add_file
 from airflow_provider_delta.core.schema.conform import null_table
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.core.write.files import conform_to_table
@@ -61,15 +64,13 @@ __all__ = [
 
 GROUP = "__delta_merge_group"
 """The group of a joined row: its target file's index, or a negative number for rows to insert."""
+_KINDS = ("matched", "not_matched", "not_matched_by_source")
 MATCHED = "__delta_merge_matched"
 """A matched pair's WHEN MATCHED clause (its index among them, -1: none); null for other rows."""
 INSERT = "__delta_merge_insert"
 """An unmatched source row's WHEN NOT MATCHED clause (-1: none); null for other rows."""
 BY_SOURCE = "__delta_merge_by_source"
 """An unmatched target row's WHEN NOT MATCHED BY SOURCE clause (-1: none); null for other rows."""
-
-
-_KINDS = ("matched", "not_matched", "not_matched_by_source")
 
 
 def target_column(index: int) -> str:
@@ -102,6 +103,8 @@ class MergeGroupTask:
     """``applyInArrow`` function over the joined rows grouped by :data:`GROUP` (see the module docstring).
 
     Attributes:
+        reader: the table as the merge read it (the candidate files' layout).
+        files: the candidate files (statistics dropped); a group's :data:`FILE_INDEX` points here.
         target: the table as writers see it (the evolved schema).
         clauses: every clause, matched then not matched then not matched by source (the plan's order);
             value columns are numbered by this position.
@@ -113,6 +116,8 @@ class MergeGroupTask:
         hook: called with the task's actions after it wrote its files (tests).
     """
 
+    reader: WriteTarget
+    files: tuple[AddFile, ...]
     target: WriteTarget
     clauses: tuple[TaskClause, ...]
     duplicates_allowed: bool
@@ -130,29 +135,28 @@ class MergeGroupTask:
 
     # ------------------------------------------------------------------------------- target files
     def _file_group(self, table: pa.Table) -> dict[str, Any] | None:
+        index = int(table.column(FILE_INDEX)[0].as_py())
+        original = read_add_file(self.reader, self.files[index])
+        if self.target.schema != self.reader.schema:
+            original = conform_to_table(original, self.target.schema)
         rows = table.column(ROW_INDEX).to_numpy()
         matched = _codes(table, MATCHED)
         by_source = _codes(table, BY_SOURCE)
-        acted = (matched >= 0) | (by_source >= 0)
-        order = np.lexsort((~acted, rows))  # by target row, the acting pair first
-        starts = np.flatnonzero(np.r_[True, rows[order][1:] != rows[order][:-1]])
-        if not self.duplicates_allowed and len(starts) < len(order):
-            per_row = np.add.reduceat((matched[order] >= 0).astype(np.int64), starts)
-            if (per_row > 1).any():
-                raise MergeMultipleMatchError(
-                    "Cannot perform MERGE: multiple source rows matched the same target row and tried to update "
-                    f"or delete it (ON {self.on}). Help: deduplicate the source on the join keys, e.g. keep "
-                    "the latest change per key",
-                    clause="ON condition",
-                )
-        chosen = order[starts]  # one joined row per target row, in the file's row order
+        unique, first, counts = np.unique(rows, return_index=True, return_counts=True)
+        if not self.duplicates_allowed and (counts > 1).any():
+            raise MergeMultipleMatchError(
+                "Cannot perform MERGE: multiple source rows matched the same target row and tried to update "
+                f"or delete it (ON {self.on}). Help: deduplicate the source on the join keys, e.g. keep "
+                "the latest change per key",
+                clause="ON condition",
+            )
         offsets = self._offsets()
-        m, b = matched[chosen], by_source[chosen]
-        clause_of = np.where(m >= 0, offsets["matched"] + m, np.where(b >= 0, offsets["not_matched_by_source"] + b, -1))
-        if not (clause_of >= 0).any():
-            return None  # nothing updated or deleted: the file stays
-        original = self._original(table.take(pa.array(chosen)))
-        counts = dict.fromkeys(CLAUSE_COUNTERS, 0)
+        clause_of = np.full(original.num_rows, -1, dtype=np.int64)  # per target row, the clause acting on it
+        by_kind = np.where(matched[first] >= 0, offsets["matched"] + matched[first], -1)
+        clause_of[unique] = np.where(by_kind >= 0, by_kind, offsets["not_matched_by_source"] + by_source[first])
+        value_row = np.zeros(original.num_rows, dtype=np.int64)  # per target row, its joined row (values)
+        value_row[unique] = first
+        counts_out = dict.fromkeys(CLAUSE_COUNTERS, 0)
         copied = np.flatnonzero(clause_of < 0)
         kept = [original.take(pa.array(copied))]
         before: list[pa.Table] = []
@@ -165,14 +169,14 @@ class MergeGroupTask:
             kind = "Matched" if clause.kind == "matched" else "NotMatchedBySource"
             if clause.action == "delete":
                 deleted.append(picked)
-                counts[f"numTargetRows{kind}Deleted"] += len(picked)
+                counts_out[f"numTargetRows{kind}Deleted"] += len(picked)
                 continue
             old = original.take(pa.array(picked))
-            new = self._assign(old, table, chosen[picked], c)
+            new = self._assign(old, table, value_row[picked], c)
             kept.append(new)
             before.append(old)
             after.append(new)
-            counts[f"numTargetRows{kind}Updated"] += len(picked)
+            counts_out[f"numTargetRows{kind}Updated"] += len(picked)
         rows_out = pa.concat_tables(kept)
         added = write_rows(self.target, rows_out) if rows_out.num_rows else []
         cdc: list[AddCDCFile] = []
@@ -183,10 +187,10 @@ class MergeGroupTask:
             cdc = write_change_files(self.target, pa.concat_tables(changes)) if changes else []
         self._after_write(added, cdc)
         return {
-            "index": int(table.column(FILE_INDEX)[0].as_py()),
+            "index": index,
             "added": [a.to_dict() for a in added],
             "cdc": [c.to_dict() for c in cdc],
-            "counts": counts,
+            "counts": counts_out,
             "copied": len(copied),
         }
 
@@ -224,12 +228,6 @@ class MergeGroupTask:
             "not_matched": count["matched"],
             "not_matched_by_source": count["matched"] + count["not_matched"],
         }
-
-    def _original(self, rows: pa.Table) -> pa.Table:
-        """The target columns of ``rows`` in the evolved schema's names and Arrow types."""
-        names = self.target.schema.names
-        columns = [rows.column(target_column(i)) for i in range(len(names))]
-        return conform_to_table(pa.table(columns, names=list(names)), self.target.schema)
 
     def _assign(self, base: pa.Table, table: pa.Table, rows: np.ndarray, clause: int) -> pa.Table:
         """``base`` with clause ``clause``'s values (taken at ``rows`` of ``table``) assigned."""

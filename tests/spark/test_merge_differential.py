@@ -62,9 +62,8 @@ class Kind:
 GENERATED_KIND = Kind(
     name="generated",
     on="t.k = s.k",
-    matched_conditions=(
-        None, "s.v > t.v", "t.s IS NULL", "s.p = t.p", "s.v % 2 = 0", "t.v IS NOT NULL AND s.s IS NOT NULL"
-    ),
+    matched_conditions=(None, "s.v > t.v", "t.s IS NULL", "s.p = t.p", "s.v % 2 = 0",
+                        "t.v IS NOT NULL AND s.s IS NOT NULL"),
     matched_sets=({"v": "s.v + coalesce(t.v, 0)"}, {"s": "concat(coalesce(t.s, ''), s.s)", "p": "s.p"}, {"x": "s.x"},
                   {"v": "length(s.s)"}),
     insert_conditions=(None, "s.v IS NOT NULL", "s.p = 'a'", "s.k > 5"),
