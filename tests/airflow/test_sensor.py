@@ -101,6 +101,15 @@ def test_bad_after_version_fails_clearly(tmp_path: Path):
         _sensor(table=str(tmp_path / "t"), after_version="latest").poke({})
 
 
+def _forget_runs(dag_id: str) -> None:
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import delete
+
+    with create_session() as session:
+        session.execute(delete(DagRun).where(DagRun.dag_id == dag_id))
+
+
 def _run_mode_dag(
     dag_attr: str, path: str, monkeypatch: pytest.MonkeyPatch, waiting_state: str | None, action=None
 ):
@@ -112,6 +121,7 @@ def _run_mode_dag(
     import airflow.models.dagrun
     import airflow.serialization.serialized_objects  # noqa: F401 - imports would deadlock with dag.test()'s
 
+    _forget_runs(dag.dag_id)  # another test may have run the same DAG in this session's database
     assert ti_state(dag.dag_id, "wait") is None  # also imports what the writer thread needs
     writer = CommitWhen(path, lambda: ti_state(dag.dag_id, "wait") == waiting_state, action=action)
     if waiting_state is not None:
