@@ -5,9 +5,14 @@
     delta-log files    /data/events --version 3
     delta-log version  /data/events --timestamp "2024-01-01 00:00:00"
     delta-log head     /data/events -n 5 --columns id,name --filter "part = 'p1'"
+    delta-log vacuum   /data/events --retention-hours 168 --dry-run
+    delta-log optimize /data/events --where "date >= '2024-01-01'" --zorder-by id,ts
+    delta-log reorg    /data/events --dry-run
 
-Every subcommand takes the table location, ``--version N`` or ``--timestamp TS`` (epoch milliseconds,
-``yyyy-MM-dd[ HH:mm:ss[.SSS]]`` or ISO-8601; naive means UTC) and ``--json`` for machine-readable
+The inspecting subcommands take the table location, ``--version N`` or ``--timestamp TS`` (epoch
+milliseconds, ``yyyy-MM-dd[ HH:mm:ss[.SSS]]`` or ISO-8601; naive means UTC). The maintenance
+subcommands (``vacuum``, ``optimize``, ``reorg``) work on the newest version and take ``--dry-run``
+(plan only: nothing is deleted, written or committed). All take ``--json`` for machine-readable
 output. Errors of the engine print ``delta-log: error: <message>`` and exit with status 2.
 """
 
@@ -300,6 +305,87 @@ def _head(args: argparse.Namespace) -> None:
     _emit(args, [{k: _jsonable(v) for k, v in row.items()} for row in rows], human)
 
 
+# --------------------------------------------------------------------------- maintenance
+def _maintained(args: argparse.Namespace, operation: str) -> DeltaTable:
+    from airflow_provider_delta.core.commands.maintenance import load_table_for  # only these commands need it
+
+    load_table_for(args.location, operation)  # Delta's error for a path that is not a table
+    return DeltaTable(args.location)
+
+
+def _vacuum(args: argparse.Namespace) -> None:
+    table = _maintained(args, "VACUUM")
+    result = table.vacuum(
+        args.retention_hours, dry_run=args.dry_run, lite=args.lite,
+        enforce_retention_duration=not args.no_enforce_retention,
+    )
+    metrics = result.metrics
+
+    def human() -> str:
+        size = _size_text(int(metrics["sizeOfDataToDelete"]))
+        if result.dry_run:
+            lines = [*result.files, f"VACUUM {result.mode} DRY RUN of {table.location}: {len(result.files):,} "
+                     f"files and folders would be deleted ({size})"]
+            return "\n".join(lines)
+        return (
+            f"VACUUM {result.mode} of {table.location}: deleted {metrics['numDeletedFiles']:,} files and "
+            f"folders ({size}); history: VACUUM START at version {result.start_version}, VACUUM END at "
+            f"version {result.end_version}"
+        )
+
+    _emit(args, {"location": table.location, **result.to_dict()}, human)
+
+
+def _rewrite_summary(operation: str, location: str, result: dict[str, Any]) -> str:
+    if result.get("version") is None:
+        return f"{operation} of {location}: nothing to rewrite ({result['totalConsideredFiles']:,} files considered)"
+    return (
+        f"{operation} of {location}: {result['numRemovedFiles']:,} files rewritten into "
+        f"{result['numAddedFiles']:,} ({_size_text(int(result['numRemovedBytes']))} -> "
+        f"{_size_text(int(result['numAddedBytes']))}), {result['numDeletionVectorsRemoved']:,} deletion vectors "
+        f"removed; committed version {result['version']}"
+    )
+
+
+def _dry_run_summary(operation: str, location: str, plan: dict[str, Any]) -> str:
+    lines = [
+        f"bin {i + 1}: " + ", ".join(paths) for i, paths in enumerate(plan["bins"])
+    ]
+    lines.append(
+        f"{operation} DRY RUN of {location}: {plan['numFilesToRewrite']:,} of {plan['totalConsideredFiles']:,} "
+        f"files ({_size_text(int(plan['sizeOfFilesToRewrite']))}) would be rewritten in {plan['numBins']:,} bins"
+    )
+    return "\n".join(lines)
+
+
+def _optimize(args: argparse.Namespace) -> None:
+    table = _maintained(args, "OPTIMIZE")
+    zorder = [c.strip() for c in args.zorder_by.split(",") if c.strip()] if args.zorder_by else None
+    if args.dry_run:
+        from airflow_provider_delta.core.commands.optimize.command import plan_optimize
+        from airflow_provider_delta.core.commands.optimize.rewrite import describe_request
+
+        request = plan_optimize(table.snapshot, args.where, target_file_size=args.target_file_size, zorder_by=zorder)
+        plan = {"location": table.location, "dryRun": True, **describe_request(request)}
+        _emit(args, plan, lambda: _dry_run_summary("OPTIMIZE", table.location, plan))
+        return
+    result = table.optimize(args.where, target_file_size=args.target_file_size, zorder_by=zorder)
+    _emit(args, {"location": table.location, **result}, lambda: _rewrite_summary("OPTIMIZE", table.location, result))
+
+
+def _reorg(args: argparse.Namespace) -> None:
+    table = _maintained(args, "REORG")
+    if args.dry_run:
+        from airflow_provider_delta.core.commands.optimize.rewrite import describe_request
+        from airflow_provider_delta.core.commands.reorg import plan_reorg
+
+        plan = {"location": table.location, "dryRun": True, **describe_request(plan_reorg(table.snapshot, args.where))}
+        _emit(args, plan, lambda: _dry_run_summary("REORG", table.location, plan))
+        return
+    result = table.reorg(args.where)
+    _emit(args, {"location": table.location, **result}, lambda: _rewrite_summary("REORG", table.location, result))
+
+
 # --------------------------------------------------------------------------- argument parsing
 def _timestamp_arg(text: str) -> int | str:
     """Epoch milliseconds when all digits, else a date/time string for the engine to parse."""
@@ -311,6 +397,44 @@ def _non_negative(text: str) -> int:
     if value < 0:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, found {text!r}")
     return value
+
+
+def _hours(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of hours, found {text!r}") from None
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a number > 0, found {text!r}")
+    return value
+
+
+def _maintenance_parsers(sub: Any) -> None:
+    """``vacuum``, ``optimize`` and ``reorg``: the newest version, ``--dry-run``, ``--json``."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("location", help="table path or URI (file:///..., /data/t)")
+    common.add_argument("--dry-run", action="store_true", help="plan only: delete, write and commit nothing")
+    common.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    vacuum = sub.add_parser("vacuum", parents=[common], help="delete files no version within the retention needs")
+    vacuum.add_argument(
+        "--retention-hours", type=_hours, metavar="H",
+        help="keep files removed within H hours (default: delta.deletedFileRetentionDuration, 7 days)",
+    )
+    vacuum.add_argument("--lite", action="store_true", help="candidates from the log since the last VACUUM")
+    vacuum.add_argument(
+        "--no-enforce-retention", action="store_true",
+        help="allow a retention below the table's (only when no writer is running)",
+    )
+    optimize = sub.add_parser("optimize", parents=[common], help="compact small files, or ZORDER BY columns")
+    optimize.add_argument("--where", metavar="SQL", help="partition predicate, e.g. \"date >= '2024-01-01'\"")
+    optimize.add_argument("--target-file-size", type=_positive, metavar="BYTES", help="default: 1 GiB")
+    optimize.add_argument("--zorder-by", metavar="A,B", help="comma-separated data columns to cluster by")
+    reorg = sub.add_parser("reorg", parents=[common], help="REORG ... APPLY (PURGE): drop soft-deleted rows")
+    reorg.add_argument("--where", metavar="SQL", help="partition predicate")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -339,6 +463,7 @@ def build_parser() -> argparse.ArgumentParser:
     head.add_argument("-n", type=_non_negative, default=10, metavar="N", help="number of rows (default 10)")
     head.add_argument("--columns", metavar="A,B", help="comma-separated columns to show")
     head.add_argument("--filter", metavar="SQL", help="SQL predicate, e.g. \"part = 'p1' AND id > 3\"")
+    _maintenance_parsers(sub)
     return parser
 
 
@@ -348,6 +473,9 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], None]] = {
     "files": _files,
     "version": _version,
     "head": _head,
+    "vacuum": _vacuum,
+    "optimize": _optimize,
+    "reorg": _reorg,
 }
 
 

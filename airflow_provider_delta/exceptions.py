@@ -199,15 +199,134 @@ class ChangeDataSchemaError(ChangeDataFeedError, SchemaError):
     """The requested range crosses a schema change the read schema cannot represent (rename, drop, type)."""
 
 
+class ChangeDataExportError(ChangeDataFeedError):
+    """A change data export cannot run as asked; nothing was written to the sink."""
+
+
+class ExportRangeError(ChangeDataExportError):
+    """The requested range would leave a gap or an overlap with what the sink holds, or is inverted.
+
+    ``watermark`` is the last source version the sink holds (None for an empty sink).
+    """
+
+    def __init__(self, message: str, *, version: int | None = None, watermark: int | None = None) -> None:
+        super().__init__(message, version=version)
+        self.watermark = watermark
+
+
+class ExportSinkError(ChangeDataExportError):
+    """The sink holds another export: another format, another source table or another export name."""
+
+    def __init__(self, message: str, *, sink: str | None = None) -> None:
+        super().__init__(message)
+        self.sink = sink
+
+
+class ExportOptionError(ChangeDataExportError, ValueError):
+    """An export option is invalid (a key column the table lacks, an envelope without keys, ...)."""
+
+
+class ChangeDataMissingError(ChangeDataExportError):
+    """A commit file or a change/data file of the range is gone (log cleanup, VACUUM); ``path`` names it."""
+
+    def __init__(self, message: str, *, version: int | None = None, path: str | None = None) -> None:
+        super().__init__(message, version=version)
+        self.path = path
+
+
+class ExportSchemaChangeError(ChangeDataExportError, SchemaError):
+    """A schema change inside the range cannot be applied to the Delta sink (only added nullable columns can)."""
+
+
+class ExportWatermarkError(ChangeDataExportError):
+    """A registered change data exporter still needs files an operation would delete (``exporter``, ``version``)."""
+
+    def __init__(
+        self, message: str, *, exporter: str | None = None, version: int | None = None, path: str | None = None
+    ) -> None:
+        super().__init__(message, version=version)
+        self.exporter = exporter
+        self.path = path
+class VacuumError(DeltaError):
+    """VACUUM cannot run as asked: the retention is unsafe, LITE cannot see every file, or deletes failed."""
+
+
+class RetentionPeriodError(ValueError, VacuumError):
+    """The VACUUM retention is negative, or shorter than the table's with the safety check on."""
+
+    def __init__(self, message: str, *, retention_hours: float | None = None, table_hours: int | None = None) -> None:
+        super().__init__(message)
+        self.retention_hours = retention_hours
+        self.table_hours = table_hours
+
+
+class VacuumLiteError(VacuumError):
+    """VACUUM LITE cannot find every eligible file in the log (Delta's ``DELTA_CANNOT_VACUUM_LITE``)."""
+
+
 class JobSpecError(ValueError, DeltaError):
     """A Spark job's JSON spec or result is malformed (unknown job, missing table, bad option)."""
 
 
+class ExecutorEnvironmentError(DeltaError):
+    """Spark's executors cannot run the data plane: their Python lacks pyarrow or this package."""
+
+    def __init__(self, message: str, *, module: str | None = None) -> None:
+        super().__init__(message)
+        self.module = module
+
+
+class StorageError(DeltaError):
+    """The table's storage (object store or file system) failed a request, after its retries.
+
+    ``location`` is the table, ``path`` the file at fault (when there is one), ``transient`` says
+    whether waiting and retrying may help (throttling, an endpoint that does not answer).
+    """
+
+    def __init__(
+        self, message: str, *, location: str | None = None, path: str | None = None, transient: bool = False
+    ) -> None:
+        super().__init__(message)
+        self.location = location
+        self.path = path
+        self.transient = transient
+
+
+class StorageAccessDeniedError(StorageError):
+    """The store refused the credentials (wrong or expired keys, missing permission)."""
+
+
+class BucketNotFoundError(StorageError):
+    """The bucket (or container) of the table's location does not exist."""
+
+
+class StorageUnavailableError(StorageError):
+    """The store did not answer or kept failing (throttling, 5xx, timeouts) through every retry."""
+
+
+class InvalidStorageOptionsError(ValueError, StorageError):
+    """``storage_options`` hold an unknown key or a bad value, or the location's scheme is unsupported."""
+
+
+class CommitOutcomeUnknownError(CommitError, StorageError):
+    """A commit's write failed in a way that hides whether it landed; ``version`` says which to check."""
+
+    def __init__(self, message: str, *, version: int | None = None, location: str | None = None) -> None:
+        CommitError.__init__(self, message, version=version)
+        self.location = location
+        self.path = None
+        self.transient = True
+
+
 __all__ = [
+    "BucketNotFoundError",
+    "ChangeDataExportError",
     "ChangeDataFeedError",
+    "ChangeDataMissingError",
     "ChangeDataNotRecordedError",
     "ChangeDataSchemaError",
     "CommitError",
+    "CommitOutcomeUnknownError",
     "CommitRetriesExhaustedError",
     "ConcurrentAppendException",
     "ConcurrentDeleteDeleteException",
@@ -217,6 +336,13 @@ __all__ = [
     "DataFileError",
     "DeltaConcurrentModificationException",
     "DeltaError",
+    "ExecutorEnvironmentError",
+    "ExportOptionError",
+    "ExportRangeError",
+    "ExportSchemaChangeError",
+    "ExportSinkError",
+    "ExportWatermarkError",
+    "InvalidStorageOptionsError",
     "JobSpecError",
     "LogCorruptedError",
     "MergeError",
@@ -226,11 +352,17 @@ __all__ = [
     "PredicateError",
     "ProtocolChangedException",
     "ProtocolError",
+    "RetentionPeriodError",
     "SchemaError",
     "SchemaEvolutionError",
     "SchemaMismatchError",
+    "StorageAccessDeniedError",
+    "StorageError",
+    "StorageUnavailableError",
     "TableAlreadyExistsError",
     "TableNotFoundError",
     "UnsupportedFeatureError",
+    "VacuumError",
+    "VacuumLiteError",
     "VersionNotFoundError",
 ]

@@ -1,6 +1,7 @@
-"""MERGE benchmark: our local pyarrow merge vs delta-rs's merge on identical data, in the same run.
+"""MERGE benchmark: our local pyarrow merge and our Spark merge vs delta-rs's merge on identical data, same run.
 
-    python -m benchmarks.bench_merge [--rows 5000000] [--source-rows N] [--files 25] [--repeats 2] [--json out.json]
+    python -m benchmarks.bench_merge [--rows 5000000] [--source-rows N] [--files 20] [--repeats 2]
+                                     [--engines ours,delta-rs,spark] [--rss-rows 20000000] [--json out.json]
 
 The target table (``id, name, amount, ts, category``; ``delta.enableChangeDataFeed=true``; ``--files`` files of
 consecutive ids) and the source (``--source-rows``, default rows/10: half of them ids that exist in the target,
@@ -8,9 +9,12 @@ spread over the whole range, half new ids, plus a new column ``score``) are gene
 ``benchmarks/.data/merge-*``. Each run merges the source into a private hard-linked clone of the table:
 ``MERGE WITH SCHEMA EVOLUTION ... WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *`` (delta-rs:
 ``merge(..., merge_schema=True).when_matched_update_all().when_not_matched_insert_all()``), in a fresh
-subprocess per engine and run, engines interleaved; only the merge call is timed. Afterwards both results
-are cross-checked (rows, ids, new-column values, change-feed rows by type). Target: ours <= 1.0x delta-rs at
-the full size (5,000,000 rows); smaller sizes are info. Exit code 1 only when the cross-check fails.
+subprocess per engine and run, engines interleaved; only the merge call is timed. ``spark`` is
+``merge_delta`` on ``local[2]`` with the source read by Spark (JVM start reported apart, a warm-up merge
+first). Afterwards all results are cross-checked (rows, ids, new-column values, change-feed rows by type).
+Targets at the full size (5,000,000 rows): ours <= 1.0x delta-rs, spark <= 2.0x delta-rs; with
+``--rss-rows`` the Spark driver's peak RSS for a target of that many rows (same source size) within
+64 MB of the full-size run's. Smaller sizes are info. Exit code 1 only when a cross-check fails.
 """
 
 from __future__ import annotations
@@ -24,13 +28,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bench_read import DELTA_RS, OURS, CrossCheckError, Report, _run_worker, run_and_report
+from benchmarks.bench_read import (
+    DELTA_RS,
+    OURS,
+    CrossCheckError,
+    Report,
+    Row,
+    _run_worker,
+    _status,
+    run_and_report,
+)
 from benchmarks.bench_write import _interleaved, _ratio_row, _shown
 from benchmarks.workload import DATA_DIR
 
 MERGE_MAX_RATIO = 1.0
+SPARK_MAX_RATIO = 2.0
+MAX_DRIVER_GROWTH_MB = 64.0
 GATED_ROWS = 5_000_000
 FORMAT = 1
+SPARK = "spark"
 
 
 def _generate(root: Path, rows: int, source_rows: int, files: int) -> None:
@@ -134,7 +150,7 @@ def _digest(path: Path, version: int) -> dict[str, Any]:
 
 def _check(results: dict[str, list[dict[str, Any]]], manifest: dict[str, Any]) -> None:
     expected_rows = manifest["rows"] + manifest["inserted"]
-    digests = {}
+    digests: dict[str, dict[str, Any]] = {}
     for engine, runs in results.items():
         for res in runs:
             if "digest" not in res:
@@ -146,14 +162,16 @@ def _check(results: dict[str, list[dict[str, Any]]], manifest: dict[str, Any]) -
                     f"{expected_rows} / {manifest['source_rows']}"
                 )
             digests.setdefault(engine, d)
-    if len(digests) == 2 and digests[OURS] != digests[DELTA_RS]:
-        raise CrossCheckError(
-            f"the engines' merges differ: ours {digests[OURS]} vs delta-rs {digests[DELTA_RS]}"
-        )
+    reference = digests.get(DELTA_RS) or digests.get(OURS)
+    for engine, digest in digests.items():
+        if digest != reference:
+            raise CrossCheckError(f"the engines' merges differ: {engine} {digest} vs {reference}")
 
 
-def run(rows: int, source_rows: int, files: int, repeats: int, timeout: float, engines: list[str]) -> Report:
-    report = Report()
+def _merge_runs(
+    rows: int, source_rows: int, files: int, repeats: int, timeout: float, engines: list[str]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """Each engine's runs (fresh subprocess, private clone), engines interleaved; cross-checked."""
     root, manifest = ensure_data(rows, source_rows, files)
     work = DATA_DIR / f".bench-merge-{os.getpid()}"
     shutil.rmtree(work, ignore_errors=True)
@@ -170,24 +188,67 @@ def run(rows: int, source_rows: int, files: int, repeats: int, timeout: float, e
                 )
                 if "error" not in res:
                     res["digest"] = _digest(clone, manifest["version"])
-                print(f"  run {rep + 1} {engine:<8} {_shown(res)}", flush=True)
+                extra = f", JVM start {res['jvm_ms']:.0f} ms apart" if "jvm_ms" in res else ""
+                extra += f", driver peak RSS {res['peak_kb'] / 1024:.0f} MB" if "peak_kb" in res else ""
+                print(f"  run {rep + 1} {engine:<8} {_shown(res, extra)}", flush=True)
                 results[engine].append(res)
                 shutil.rmtree(clone, ignore_errors=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     _check(results, manifest)
+    return results, manifest
+
+
+def _files_note(runs: list[dict[str, Any]], who: str) -> str:
+    metrics: dict[str, Any] = next((r["metrics"] for r in runs if "metrics" in r), {})
+    if not metrics:
+        return ""
+    return (f"{who} wrote {metrics.get('numTargetFilesAdded', '?')} data + "
+            f"{metrics.get('numTargetChangeFilesAdded', '?')} change files")
+
+
+def run(
+    rows: int, source_rows: int, files: int, repeats: int, timeout: float, engines: list[str],
+    rss_rows: int | None = None,
+) -> Report:
+    report = Report()
+    results, manifest = _merge_runs(rows, source_rows, files, repeats, timeout, engines)
     report.raw["merge"] = results
     case = f"merge {rows:,} x {source_rows:,} (CDF, +1 col)"
-    ours_metrics = next((r["metrics"] for r in results.get(OURS, []) if "metrics" in r), {})
-    added, changes = (
-        ours_metrics.get("numTargetFilesAdded", "?"),
-        ours_metrics.get("numTargetChangeFilesAdded", "?"),
-    )
     note = f"{manifest['matching']:,} updated, {manifest['inserted']:,} inserted"
-    if ours_metrics:
-        note += f"; ours wrote {added} data + {changes} change files"
-    report.add(_ratio_row(case, results, MERGE_MAX_RATIO, rows >= GATED_ROWS, note=note))
+    gated = rows >= GATED_ROWS
+    if OURS in engines:
+        ours_note = "; ".join(n for n in (note, _files_note(results[OURS], "ours")) if n)
+        report.add(_ratio_row(case, results, MERGE_MAX_RATIO, gated, note=ours_note))
+    if SPARK in engines:
+        spark_runs = results[SPARK]
+        jvm = [r["jvm_ms"] for r in spark_runs if "jvm_ms" in r]
+        spark_note = "; ".join(n for n in (
+            "merge_delta on local[2], source read by Spark",
+            f"JVM + session start {sorted(jvm)[len(jvm) // 2]:,.0f} ms (not timed)" if jvm else "",
+            _files_note(spark_runs, "spark"),
+        ) if n)
+        spark_vs = {OURS: spark_runs, DELTA_RS: results.get(DELTA_RS, [])}
+        report.add(_ratio_row(f"{case}, Spark executor", spark_vs, SPARK_MAX_RATIO, gated, note=spark_note))
+        if rss_rows:
+            report.add(_rss_row(spark_runs, rows, rss_rows, source_rows, files, timeout))
     return report
+
+
+def _rss_row(small_runs: list[dict[str, Any]], rows: int, rss_rows: int, source_rows: int, files: int,
+             timeout: float) -> Row:
+    """The Spark driver's peak RSS at ``rss_rows`` target rows against the full-size runs' (same source size)."""
+    big_runs, _ = _merge_runs(rss_rows, source_rows, files, 1, timeout, [SPARK])
+    small = [r["peak_kb"] / 1024 for r in small_runs if "peak_kb" in r]
+    big = [r["peak_kb"] / 1024 for r in big_runs[SPARK] if "peak_kb" in r]
+    case = f"Spark driver peak RSS, target {rows:,} -> {rss_rows:,} rows"
+    if not small or not big:
+        return Row(case, None, None, f"<= +{MAX_DRIVER_GROWTH_MB:g} MB", "ERR", unit="MB",
+                   note=str((big_runs[SPARK] or [{}])[0].get("error", "no result")))
+    grown = max(big) - max(small)
+    ok = grown <= MAX_DRIVER_GROWTH_MB
+    return Row(case, max(big), max(small), f"<= +{MAX_DRIVER_GROWTH_MB:g} MB", _status(ok, True), unit="MB",
+               note=f"{max(small):.0f} MB -> {max(big):.0f} MB ({grown:+.0f} MB)", reference=f"{rows:,} rows")
 
 
 FOOTNOTE = (
@@ -202,10 +263,13 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--rows", type=int, default=GATED_ROWS, help="target rows (5,000,000)")
     parser.add_argument("--source-rows", type=int, default=None, help="source rows (default rows / 10)")
-    parser.add_argument("--files", type=int, default=25, help="target data files (25)")
+    parser.add_argument("--files", type=int, default=20, help="target data files (20)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per engine (2)")
     parser.add_argument("--quick", action="store_true", help="500,000 rows, one run per engine")
-    parser.add_argument("--engines", default=f"{OURS},{DELTA_RS}", help="subset of: ours,delta-rs")
+    parser.add_argument("--engines", default=f"{OURS},{DELTA_RS},{SPARK}", help="subset of: ours,delta-rs,spark")
+    parser.add_argument("--rss-rows", type=int, default=None,
+                        help="also merge the same source into a target of this many rows with Spark and compare "
+                             "the driver's peak RSS (e.g. 20000000)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per worker subprocess")
     parser.add_argument("--json", type=Path, default=None, help="also write raw results to this file")
     args = parser.parse_args(argv)
@@ -213,11 +277,12 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 1 if args.quick else args.repeats
     source_rows = args.source_rows or max(2, rows // 10)
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    if set(engines) - {OURS, DELTA_RS} or rows < 1 or repeats < 1 or args.files < 1:
+    if set(engines) - {OURS, DELTA_RS, SPARK} or rows < 1 or repeats < 1 or args.files < 1:
         parser.error("bad --engines, --rows, --repeats or --files")
 
     return run_and_report(
-        lambda: run(rows, source_rows, args.files, repeats, args.timeout, engines), FOOTNOTE, args.json
+        lambda: run(rows, source_rows, args.files, repeats, args.timeout, engines, args.rss_rows), FOOTNOTE,
+        args.json
     )
 
 

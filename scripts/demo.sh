@@ -31,6 +31,7 @@ export SPARK_LOCAL_IP=127.0.0.1
 # Both examples work on the same table.
 export DELTA_EXAMPLE_EVENTS_TABLE="$TABLE"
 export DELTA_MAINTENANCE_TABLES="$TABLE"
+export DELTA_MAINTENANCE_ENGINE=spark  # the example defaults to engine "local" (no JVM); show Spark here
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 

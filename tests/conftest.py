@@ -14,6 +14,9 @@ from tests.conformance import copy_table as _copy_table
 configure_airflow_env()
 __all__ = ["airflow_db"]
 
+# s3_server / s3: a real S3-compatible server on 127.0.0.1 for every test folder (started on first use).
+pytest_plugins = ["tests.s3_fixtures"]
+
 
 def pytest_configure(config: pytest.Config) -> None:
     """Warning filters for real Airflow runs (tests/airflow_support.py)."""

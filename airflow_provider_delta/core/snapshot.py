@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from airflow_provider_delta.core.log.context import reading
 from airflow_provider_delta.core.log.file_index import FileIndex
 from airflow_provider_delta.core.log.paths import LogFile, commit_path
-from airflow_provider_delta.core.log.replay import ReplayState, read_commit, replay
-from airflow_provider_delta.core.log.segment import LogSegment, build_segment, gallop_latest
+from airflow_provider_delta.core.log.replay import ReplayState, read_commits, replay
+from airflow_provider_delta.core.log.segment import LogSegment, build_segment, gallop_latest, newest_from
 from airflow_provider_delta.core.protocol import check_readable
 from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.exceptions import LogCorruptedError, VersionNotFoundError
@@ -56,6 +56,23 @@ class Snapshot:
         self.protocol_source = state.protocol_source
         self.metadata_source = state.metadata_source
 
+    @classmethod
+    def before_creation(cls, storage: Storage, location: str, protocol: Protocol, metadata: Metadata) -> Snapshot:
+        """The state "before version 0" of a table about to be created with ``protocol`` and ``metadata``.
+
+        Version -1, no files: a transaction on it commits version 0, and must stage the protocol and
+        metadata itself (:func:`~airflow_provider_delta.core.commands.create.stage_creation`), so that
+        a table is created together with its first data in one commit, as Delta does for a write to a
+        new path. A concurrent creation of the same table is a conflict (``MetadataChangedException``).
+        """
+        state = ReplayState(protocol=protocol, metadata=metadata)
+        return cls(storage, location, LogSegment(-1, None, ()), state)
+
+    @property
+    def is_new_table(self) -> bool:
+        """Whether this is :meth:`before_creation`'s state (nothing committed yet)."""
+        return self.version < 0
+
     def advance(self, version: int | None = None) -> Snapshot:
         """This table at a newer ``version`` (the latest when None), applying only the new commits.
 
@@ -64,9 +81,10 @@ class Snapshot:
         Raises:
             VersionNotFoundError: ``version`` is older than this snapshot or newer than the latest.
         """
-        latest = self.version
-        if self.storage.exists(commit_path(self.version + 1)):
-            latest = gallop_latest(self.storage, self.version + 1)
+        latest = newest_from(self.storage, self.version)
+        if latest is None:  # this snapshot's own commit is gone (cleaned up): probe from the next one
+            nxt = commit_path(self.version + 1)
+            latest = gallop_latest(self.storage, self.version + 1) if self.storage.exists(nxt) else self.version
         target = latest if version is None else version
         if target < self.version or target > latest:
             raise VersionNotFoundError(
@@ -80,14 +98,11 @@ class Snapshot:
         delta = ReplayState(protocol=self.protocol, metadata=self.metadata, txns=dict(self._txns),
                             domains=dict(self._domains), protocol_source=self.protocol_source,
                             metadata_source=self.metadata_source, _noted=(self.protocol, self.metadata))
-        commits = []
-        for v in range(self.version + 1, target + 1):
-            path = commit_path(v)
-            actions = read_commit(self.storage, path, v)
-            with reading(self.location, v, path, what="commit"):
-                delta.apply_actions(actions, version=v)
-            delta.note_sources(path)
-            commits.append(LogFile(f"{v:020d}.json", "commit", v))
+        commits = [LogFile(f"{v:020d}.json", "commit", v) for v in range(self.version + 1, target + 1)]
+        for lf, actions in read_commits(self.storage, commits):
+            with reading(self.location, lf.version, lf.path, what="commit"):
+                delta.apply_actions(actions, version=lf.version)
+            delta.note_sources(lf.path)
         segment = LogSegment(target, self.segment.checkpoint, self.segment.commits + tuple(commits))
         new = Snapshot.__new__(Snapshot)
         new.storage, new.location, new.segment, new.version = self.storage, self.location, segment, target

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddFile, Metadata, Protocol, RemoveFile
     from airflow_provider_delta.core.commands.merge.builder import MergeBuilder
+    from airflow_provider_delta.core.commands.vacuum import VacuumResult
     from airflow_provider_delta.core.log.history import TimestampLike
     from airflow_provider_delta.core.read.changes import ChangeBatch
     from airflow_provider_delta.core.schema.types import StructType
@@ -40,7 +41,10 @@ class DeltaTable:
         version: load this version instead of the latest.
         timestamp: load the newest version committed at or before this time (a datetime, naive
             meaning UTC; a ``yyyy-MM-dd[ HH:mm:ss[.SSS]]`` string; or epoch milliseconds).
-        storage_options: options for object stores (reserved).
+        storage_options: options for object stores, with delta-rs's keys (case-insensitive), e.g.
+            ``{"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "eu-west-1",
+            "AWS_ALLOW_HTTP": "true"}``; credentials not given are read from the environment
+            (``AWS_ACCESS_KEY_ID`` ...). See README "Tables on S3".
 
     Raises:
         TableNotFoundError: no Delta table at ``location``.
@@ -68,6 +72,7 @@ class DeltaTable:
         if version is not None and (isinstance(version, bool) or not isinstance(version, int)):
             raise DeltaError(f"Cannot load table {location!r}: version must be an int, found {version!r}")
         self.location = str(location)
+        self._storage_options = dict(storage_options) if storage_options else None
         self.storage: Storage = storage_for(self.location, storage_options)
         if timestamp is not None:
             latest = load_snapshot(self.storage, self.location)
@@ -387,13 +392,111 @@ class DeltaTable:
         """Delete log files older than ``delta.logRetentionDuration`` that no version in it needs."""
         return cleanup_log(self._snapshot)
 
+    # -- maintenance ----------------------------------------------------------------------------
+    def vacuum(
+        self,
+        retention_hours: float | None = None,
+        *,
+        dry_run: bool = False,
+        lite: bool = False,
+        enforce_retention_duration: bool = True,
+        respect_exports: bool = True,
+    ) -> VacuumResult:
+        """Delete files that no version within the retention needs (Delta's VACUUM).
+
+        Args:
+            retention_hours: keep files removed within this many hours (default: the table's
+                ``delta.deletedFileRetentionDuration``, 7 days). Honoured as given; Delta 4.1 ignores
+                values other than 0.
+            dry_run: only list what would be deleted: nothing is deleted or committed.
+            lite: take the candidates from the log since the last VACUUM (no listing; never deletes
+                untracked files).
+            enforce_retention_duration: refuse a retention shorter than the table's.
+
+        Returns:
+            ``files`` (relative paths, folders included) and Delta's ``metrics``; a real run also
+            writes ``VACUUM START`` and ``VACUUM END`` commits.
+
+        Raises:
+            RetentionPeriodError: negative retention, or too short with the check on.
+            VacuumLiteError: LITE cannot see every eligible file (run a FULL VACUUM).
+            UnsupportedFeatureError: the table needs a writer feature this engine lacks.
+            ExportWatermarkError: a registered change data exporter still needs a file that would be
+                deleted (``respect_exports=False`` deletes it anyway).
+
+        Example:
+            >>> t.vacuum(retention_hours=168, dry_run=True).files  # doctest: +SKIP
+            ['date=2024-01-01/part-00000-...-c000.snappy.parquet']
+        """
+        from airflow_provider_delta.core.commands.vacuum import vacuum  # lazy: loads the executor, see top
+
+        result = vacuum(self._latest(), retention_hours, dry_run=dry_run, lite=lite,
+                        enforce_retention_duration=enforce_retention_duration, respect_exports=respect_exports)
+        self._after(result.end_version)
+        return result
+
+    def optimize(
+        self,
+        where: Any = None,
+        *,
+        target_file_size: int | None = None,
+        zorder_by: Sequence[str] | None = None,
+    ) -> dict[str, Any]:
+        """Compact small files per partition, or cluster them with ZORDER BY (Delta's OPTIMIZE).
+
+        Args:
+            where: a SQL predicate on partition columns only (``"date >= '2024-01-01'"``).
+            target_file_size: the size files are compacted to, in bytes (default: the table's
+                ``delta.targetFileSize``, else 1 GiB); smaller files are candidates.
+            zorder_by: data columns to cluster by (every file of each selected partition is rewritten).
+
+        Returns:
+            ``version`` (None when there was nothing to do) and Delta's metrics (``numAddedFiles``,
+            ``numRemovedFiles``, ``numAddedBytes``, ``numRemovedBytes``, ``minFileSize``,
+            ``p25FileSize``, ..., ``numDeletionVectorsRemoved``).
+
+        Raises:
+            PredicateError: ``where`` references a data column.
+            SchemaError: a ZORDER BY column is a partition column or does not exist.
+            ConcurrentDeleteReadException: a concurrent commit removed a file being compacted.
+
+        Example:
+            >>> t.optimize(zorder_by=["id"])["numAddedFiles"]  # doctest: +SKIP
+            2
+        """
+        from airflow_provider_delta.core.commands.optimize import optimize  # lazy: see top
+
+        result = optimize(self._latest(), where, target_file_size=target_file_size, zorder_by=zorder_by)
+        self._after(result["version"])
+        return result
+
+    def reorg(self, where: Any = None) -> dict[str, Any]:
+        """``REORG TABLE ... APPLY (PURGE)``: rewrite files with soft-deleted rows or dropped columns.
+
+        Files whose deletion vectors delete rows, and files still holding columns dropped under
+        column mapping, are rewritten (small ones combined); ``where`` may use partition columns
+        only. A second run finds nothing to do and commits nothing.
+
+        Returns:
+            ``version`` (None when nothing needed a purge) and OPTIMIZE's metrics.
+
+        Example:
+            >>> t.reorg()["numDeletionVectorsRemoved"]  # doctest: +SKIP
+            3
+        """
+        from airflow_provider_delta.core.commands.reorg import reorg  # lazy: see top
+
+        result = reorg(self._latest(), where)
+        self._after(result["version"])
+        return result
+
     def load_version(self, version: int) -> DeltaTable:
         """The same table at another version."""
-        return DeltaTable(self.location, version=version)
+        return DeltaTable(self.location, version=version, storage_options=self._storage_options)
 
     def refresh(self) -> DeltaTable:
         """The same table at its newest version."""
-        return DeltaTable(self.location)
+        return DeltaTable(self.location, storage_options=self._storage_options)
 
     def __repr__(self) -> str:
         return f"DeltaTable({self.location!r}, version={self.version})"

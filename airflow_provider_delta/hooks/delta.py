@@ -3,7 +3,9 @@
 The connection (type ``delta``, default id ``delta_default``) holds:
 
 - the base path or URI of the tables, in ``host`` or in the extra ``base_path``;
-- ``storage_options`` (extra, a dict) for object stores;
+- ``storage_options`` (extra, a dict) for object stores, with delta-rs's keys
+  (``AWS_ENDPOINT_URL``, ``AWS_REGION``, ``AWS_ACCESS_KEY_ID`` ...); ``aws_conn_id`` there (or as an
+  extra of its own) takes the credentials from an Airflow AWS connection (``hooks/aws_credentials.py``);
 - ``spark_conn_id`` (extra, default ``spark_default``): the Spark connection jobs are submitted with;
 - ``spark_conf`` (extra, a dict): Spark configuration added to every job.
 
@@ -25,6 +27,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
 from airflow_provider_delta.core.log import history as _history
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
 from airflow_provider_delta.core.storage import storage_for
+from airflow_provider_delta.hooks.aws_credentials import with_aws_connection
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
@@ -114,8 +117,14 @@ class DeltaHook(BaseHook):
 
     @property
     def storage_options(self) -> dict[str, str]:
-        """Object-store options from the extra ``storage_options`` (empty without a connection)."""
-        return {str(k): str(v) for k, v in self._dict_extra("storage_options").items()}
+        """Object-store options from the extra ``storage_options`` (empty without a connection).
+
+        ``aws_conn_id`` (in ``storage_options`` or as an extra) is replaced by that AWS connection's
+        credentials, region and endpoint; explicit keys win. The result holds secrets: never log it
+        (``core.storage.options.redacted`` masks them).
+        """
+        options = {str(k): str(v) for k, v in self._dict_extra("storage_options").items()}
+        return with_aws_connection(options, self.extras.get("aws_conn_id"))
 
     @property
     def spark_conn_id(self) -> str:

@@ -9,8 +9,9 @@ Every operator here follows one path (the job protocol, :mod:`airflow_provider_d
    **without that connection the master is** ``local[*]``, not the hook's own yarn fallback);
 3. read the JSON result back: on success push it to XCom (the return value); on failure map the
    reported exception through the conflict policy: ``skip`` -> ``AirflowSkipException``, ``fail`` ->
-   ``AirflowFailException`` (no Airflow retries), ``airflow_retry`` (and an exhausted in-job ``retry``)
-   -> ``DeltaConflictError`` (an ``AirflowException``) so the task's ``retries`` apply.
+   ``AirflowFailException`` (no Airflow retries; the default for permanent errors),
+   ``airflow_retry`` (and an exhausted in-job ``retry``) -> ``DeltaConflictError`` or ``DeltaJobError``
+   (``AirflowException``) so the task's ``retries`` apply.
 
 The Airflow worker never starts Spark in its own process, and this module imports no pyspark.
 The driver runs on the Airflow worker (client mode, as for every Python application on a standalone
@@ -23,25 +24,37 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowNotFoundException
+from airflow.sdk.exceptions import (
+    AirflowException,
+    AirflowFailException,
+    AirflowNotFoundException,
+    AirflowSkipException,
+)
 
-from airflow_provider_delta.core.transaction.policy import ConflictPolicy
+from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook
-from airflow_provider_delta.policies.conflicts import conflict_exception
+from airflow_provider_delta.operators.job_secrets import redacted_spec_json, write_private_file
+from airflow_provider_delta.operators.lineage import DeltaLineageMixin, job_lineage
+from airflow_provider_delta.policies.conflicts import DeltaJobError, failure_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.jobs import JOBS
+from airflow_provider_delta.spark.jobs.options import Engine, job_definition
+from airflow_provider_delta.spark.jobs.run_job import run_spec
 from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from airflow.sdk import Context
+
+    from airflow_provider_delta.operators.lineage import LineageTable
 
 DEFAULT_MASTER = "local[*]"
 #: Spark conf every job gets unless the connection or the task overrides it: no UI port, and a
@@ -50,6 +63,8 @@ DEFAULT_MASTER = "local[*]"
 DEFAULT_SPARK_CONF: Mapping[str, str] = {
     "spark.ui.enabled": "false",
     "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    # Spark's own INFO lines (~80 per job) would bury the job's progress lines in the task log.
+    "spark.log.level": "WARN",
 }
 
 
@@ -120,65 +135,104 @@ def _as_policy(policy: ConflictPolicy | Mapping[str, Any] | None) -> ConflictPol
 def raise_for_result(result: JobResult, policy: ConflictPolicy, *, location: str) -> None:
     """Raise the Airflow exception a failed job result maps to (nothing for a success).
 
-    The reported exception's type name goes through ``policy`` (``policies.conflicts.conflict_exception``):
-    ``skip`` -> ``AirflowSkipException``, ``fail`` -> ``AirflowFailException``, ``airflow_retry`` or an
-    in-job ``retry`` that ran out of attempts -> ``DeltaConflictError`` (an ``AirflowException``, so the
-    task's retries apply). A malformed spec (``JobSpecError``) fails without retries.
+    The reported exception (type name, message, class of error) goes through ``policy``
+    (``policies.conflicts.failure_exception``): ``skip`` -> ``AirflowSkipException``, ``fail`` ->
+    ``AirflowFailException`` (the default for permanent errors: a bad predicate, a schema mismatch, a
+    missing table, a bad option), ``airflow_retry`` or an in-job ``retry`` that ran out of attempts
+    -> ``DeltaConflictError`` / ``DeltaJobError`` (``AirflowException``: the task's retries apply).
+    The engine's message appears once; the table is named if the message does not name it already.
 
     Raises:
         AirflowSkipException: action ``skip``.
-        AirflowFailException: action ``fail``, or a malformed spec.
+        AirflowFailException: action ``fail``.
         AirflowException: action ``airflow_retry`` or an exhausted ``retry``.
     """
     if result.status == "success" or result.error is None:
         return
-    error = result.error
-    name = str(error.get("type"))
-    message = f"{error.get('message', '')} (job {result.job!r} on table {location!r})"
-    if name == JobSpecError.__name__:
-        raise AirflowFailException(f"Cannot run Delta job {result.job!r} on table {location!r}: {message}")
-    raise conflict_exception(
-        name, message, policy, attempts=int(error.get("attempts") or result.attempts or 1)
+    if not result.tables:
+        raise _exception_for(result.error, policy, location, result.attempts)
+    failed = [t for t in result.tables if t.get("status") != "success"]
+    outcomes = [_exception_for(t.get("error") or {}, policy, str(t.get("table")), t.get("attempts")) for t in failed]
+    # One outcome for the task: retry if a retry may help any table, else fail, skip only if all skip.
+    chosen = next((e for e in outcomes if not isinstance(e, AirflowFailException | AirflowSkipException)), None)
+    chosen = chosen or next((e for e in outcomes if isinstance(e, AirflowFailException)), outcomes[0])
+    text = f"{len(failed)} of {len(result.tables)} tables failed: " + "; ".join(str(e) for e in outcomes)
+    if isinstance(chosen, DeltaJobError):
+        raise DeltaJobError(
+            text, delta_exception_type=chosen.delta_exception_type, conflict_action=chosen.conflict_action,
+            attempts=chosen.attempts, error_kind=chosen.error_kind,
+        )
+    raise type(chosen)(text)
+
+
+def _exception_for(
+    error: Mapping[str, Any], policy: ConflictPolicy, location: str, attempts: int | None
+) -> AirflowException:
+    message = str(error.get("message", ""))
+    if location not in message:
+        message = f"{message} (table {location!r})"
+    kind = error.get("kind")
+    return failure_exception(
+        str(error.get("type")),
+        message,
+        policy,
+        attempts=int(error.get("attempts") or attempts or 1),
+        kind=kind if kind in ERROR_KINDS else None,
     )
 
 
-class DeltaSparkJobOperator(BaseOperator):
-    """Run a Delta job (``checkpoint``, ``write``, ...) as a PySpark application and return its result.
+class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
+    """Run a Delta job (``checkpoint``, ``write``, ...) and return its result.
+
+    The job runs on its engine: ``spark`` (a PySpark application through ``SparkSubmitHook``) or
+    ``local`` (the same job code in the task's own process, without Spark: for jobs that move no
+    data, where a JVM would cost ~10 s for milliseconds of work). Each job declares where it may run
+    and its default (``python -m airflow_provider_delta.spark.jobs`` lists them).
 
     Args:
         job: the job's name (a key of ``airflow_provider_delta.spark.jobs.JOBS``).
         table: a full path/URI, or a bare name under the ``delta`` connection's base path (templated).
-        job_options: the job's options (templated), e.g. ``{"mode": "append", "rows": [...]}`` for ``write``.
+        tables: several tables instead of ``table`` (templated; a list, or a comma-separated string),
+            for jobs that take a list (maintenance jobs): one job, one result per table in ``tables``.
+        job_options: the job's options (templated), e.g. ``{"mode": "append", "rows": [...]}`` for
+            ``write``. Checked against the job's declaration when the DAG is parsed and again after
+            rendering: an unknown or mistyped option fails with "did you mean ...".
+        engine: ``"spark"`` or ``"local"``; default: the job's (``local`` for jobs that move no data).
         delta_conn_id: the ``delta`` connection (storage options, Spark connection and conf).
         spark_conn_id: the Spark connection; default: the ``delta`` connection's, else ``spark_default``.
             Without such a connection the job runs on ``local[*]``.
-        spark_conf: Spark conf for this task, over :data:`DEFAULT_SPARK_CONF` and the connection's (templated).
-        conflict_policy: a ``ConflictPolicy`` (or its dict) deciding what each exception does.
+        spark_conf: Spark conf for this task, over :data:`DEFAULT_SPARK_CONF` and the connection's
+            (templated). ``{"spark.log.level": "INFO"}`` brings Spark's INFO lines back.
+        conflict_policy: a ``ConflictPolicy`` (or its dict) deciding what each failure does.
         idempotent: record an application transaction (see :func:`app_transaction_id`) so an Airflow
-            retry of a task whose commit already landed does not write twice (write jobs only).
+            retry of a task whose commit already landed does not write twice (jobs whose ``JOB``
+            declares ``app_transaction=True``).
         app_id: override the derived idempotency key (templated); ``app_version`` goes with it.
         spark_submit_kwargs: more ``SparkSubmitHook`` arguments (``driver_memory``, ``packages``, ...).
 
     Returns (XCom ``return_value``): the job result as a dict: ``status``, ``version``, ``committed``,
-    ``metrics``, ``attempts``, ``engine``, ``duration_s``.
+    ``metrics``, ``attempts``, ``engine``, ``duration_s``; with ``tables``, ``tables`` holds one such
+    dict per table.
 
     Example:
         >>> DeltaSparkJobOperator(task_id="load", job="write", table="/data/events",
         ...                       job_options={"mode": "append", "rows": [{"id": 1}]})  # doctest: +SKIP
     """
 
-    template_fields: tuple[str, ...] = ("table", "job_options", "spark_conf", "app_id", "spark_conn_id")
+    template_fields: tuple[str, ...] = (
+        "table", "tables", "job_options", "spark_conf", "app_id", "spark_conn_id",
+    )
     template_fields_renderers: ClassVar[dict[str, str]] = {"job_options": "json", "spark_conf": "json"}
     ui_color = "#00add4"
-    #: whether the job commits data (and so records an application transaction when ``idempotent``).
-    is_write_job: ClassVar[bool] = True
 
     def __init__(
         self,
         *,
         job: str,
-        table: str,
+        table: str | None = None,
+        tables: list[str] | str | None = None,
         job_options: dict[str, Any] | None = None,
+        engine: Engine | None = None,
         delta_conn_id: str = DeltaHook.default_conn_name,
         spark_conn_id: str | None = None,
         spark_conf: dict[str, Any] | None = None,
@@ -191,13 +245,24 @@ class DeltaSparkJobOperator(BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         if job not in JOBS:
-            raise ValueError(
+            raise JobSpecError(
                 f"Cannot create task {kwargs.get('task_id')!r}: unknown job {job!r} "
                 f"(known: {', '.join(sorted(JOBS))})"
             )
         self.job = job
+        self.definition = job_definition(job)
+        if (table is None) == (tables is None):
+            raise JobSpecError(f"{self._where()}: pass exactly one of 'table' and 'tables'")
+        if tables is not None and not self.definition.multi_table:
+            raise JobSpecError(f"{self._where()}: the job takes one table; pass 'table', not 'tables'")
         self.table = table
+        self.tables = tables
+        self.engine: Engine = self.definition.check_engine(engine or self.definition.default_engine, self._where())
         self.job_options = job_options or {}
+        if isinstance(self.job_options, dict):
+            # DAG-parse time: a typo or a wrong type fails the import, not the run (templates are
+            # checked again in execute(), after rendering).
+            self.definition.validate(self.job_options, where=self._where(), engine=self.engine, partial=True)
         self.delta_conn_id = delta_conn_id
         self.spark_conn_id = spark_conn_id
         self.spark_conf = spark_conf or {}
@@ -208,14 +273,31 @@ class DeltaSparkJobOperator(BaseOperator):
         self.spark_submit_kwargs = spark_submit_kwargs or {}
         self._hook: _DeltaSparkSubmitHook | None = None
 
-    def build_spec(self, context: Context, location: str, storage_options: dict[str, str]) -> JobSpec:
-        """The job spec of this task instance."""
+    def _where(self) -> str:
+        return f"Cannot create task {self.task_id!r} (job {self.job!r})"
+
+    def table_names(self) -> list[str]:
+        """The rendered table name(s): ``[table]``, or ``tables`` (a list or a comma-separated string)."""
+        if self.tables is None:
+            return [str(self.table)]
+        names = self.tables.split(",") if isinstance(self.tables, str) else list(self.tables)
+        cleaned = [str(n).strip() for n in names if str(n).strip()]
+        if not cleaned:
+            raise AirflowFailException(f"Cannot run task {self.task_id!r}: 'tables' rendered to no table")
+        return cleaned
+
+    def build_spec(
+        self, context: Context, location: str | list[str], storage_options: dict[str, str]
+    ) -> JobSpec:
+        """The job spec of this task instance (``location``: one table, or the list for ``tables``)."""
         app_id: str | None = None
-        if self.is_write_job and self.idempotent:
+        if self.definition.app_transaction and self.idempotent:
             app_id = self.app_id or app_transaction_id(context)
+        many = isinstance(location, list)
         return JobSpec(
             job=self.job,
-            table=location,
+            table="" if many else str(location),
+            tables=list(location) if many else [],
             storage_options=storage_options,
             options=dict(self.job_options),
             conflict_policy=self.conflict_policy.to_dict(),
@@ -223,24 +305,63 @@ class DeltaSparkJobOperator(BaseOperator):
             app_version=self.app_version if app_id is not None else None,
         )
 
+    def _check_rendered_options(self) -> None:
+        if not isinstance(self.job_options, dict):
+            raise AirflowFailException(
+                f"{self._where()}: job_options must render to a dict, found {self.job_options!r}"
+            )
+        try:
+            self.definition.validate(
+                self.job_options, engine=self.engine, where=f"Cannot run task {self.task_id!r} (job {self.job!r})"
+            )
+        except JobSpecError as err:
+            raise AirflowFailException(str(err)) from err
+
     def execute(self, context: Context) -> dict[str, Any]:
-        """Submit the job, wait, read its result; return it (XCom) or raise per the conflict policy."""
+        """Run the job (spark-submit, or in this process on engine ``local``); return its result or raise."""
+        self._check_rendered_options()
         delta = DeltaHook(self.delta_conn_id)
-        location = delta.resolve_table(self.table)
-        spec = self.build_spec(context, location, delta.storage_options)
+        locations = [delta.resolve_table(name) for name in self.table_names()]
+        spec = self.build_spec(context, locations if self.tables is not None else locations[0], delta.storage_options)
+        label = ", ".join(locations)
+        self.log.info("Delta job %r on %s (engine %s); options: %s", self.job, label, self.engine, spec.options)
+        result = self.run_local(spec) if self.engine == "local" else self.run_spark(delta, spec, label)
+        for one in result.tables or [result.to_dict()]:
+            self.log.info(
+                "Delta job %r on %r: %s, version %s, metrics %s",
+                self.job, one.get("table"), one.get("status"), one.get("version"), one.get("metrics"),
+            )
+        if result.status != "success":
+            context["ti"].xcom_push(key="delta_job_result", value=result.to_dict())
+        raise_for_result(result, self.conflict_policy, location=label)
+        done = result.tables or [{**result.to_dict(), "table": locations[0]}]
+        self.delta_lineage = [t for one in done for t in self.lineage(str(one.get("table")), one, spec)]
+        return result.to_dict()
+
+    def run_local(self, spec: JobSpec) -> JobResult:
+        """Run the job in this process (engine ``local``): the job code spark-submit would run, no JVM."""
+        return run_spec(spec)
+
+    def run_spark(self, delta: DeltaHook, spec: JobSpec, label: str) -> JobResult:
+        """spark-submit the job runner with ``spec``; wait and read its result."""
         workdir = Path(tempfile.mkdtemp(prefix=f"delta-{self.job}-"))
         try:
             spec_path, result_path = workdir / "spec.json", workdir / "result.json"
-            spec_path.write_text(spec.to_json(), encoding="utf-8")
-            self.log.info("Delta job %r on %r; spec: %s", self.job, location, spec.to_json())
-            result = self._submit_and_read(delta, spec_path, result_path, location)
+            write_private_file(spec_path, spec.to_json())  # it may hold storage credentials
+            self.log.info("Delta job %r on %s; spec: %s", self.job, label, redacted_spec_json(spec))
+            return self._submit_and_read(delta, spec_path, result_path, label)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        self.log.info("Delta job %r on %r: %s", self.job, location, result.to_json())
-        if result.status != "success":
-            context["ti"].xcom_push(key="delta_job_result", value=result.to_dict())
-        raise_for_result(result, self.conflict_policy, location=location)
-        return result.to_dict()
+
+    @property
+    def is_write_job(self) -> bool:
+        """Whether the job writes the table's rows (lineage: an output at the committed version)."""
+        return self.definition.app_transaction
+
+    def lineage(self, location: str, result: dict[str, Any], spec: JobSpec) -> list[LineageTable]:
+        """What the job read and wrote, for OpenLineage (:mod:`.lineage`); operators may refine it."""
+        return job_lineage(self.job, location, result, spec.options, spec.storage_options,
+                           is_write_job=self.is_write_job)
 
     def _submit_and_read(
         self, delta: DeltaHook, spec_path: Path, result_path: Path, location: str
@@ -287,25 +408,54 @@ class DeltaSparkJobOperator(BaseOperator):
 
 
 class DeltaCheckpointOperator(DeltaSparkJobOperator):
-    """Write a checkpoint of a table's newest version and clean up expired log files, on Spark.
+    """Write a checkpoint of each table's newest version and clean up expired log files.
 
     A checkpoint lets readers (this engine, Spark, delta-rs) load the table from one Parquet file
-    instead of replaying every JSON commit; run it periodically on busy tables.
+    instead of replaying every JSON commit; run it periodically on busy tables. It moves no data, so
+    it runs in the task's process by default (``engine="local"``, no JVM); ``engine="spark"`` runs
+    it through spark-submit instead.
 
     Args:
         table: a full path/URI or a bare name under the ``delta`` connection's base path (templated).
+        tables: several tables, checkpointed one after the other in one job (templated); each gets
+            its own result, and a failure of one does not stop the others.
         cleanup_log: also delete log files older than ``delta.logRetentionDuration`` (default True).
-        **kwargs: as :class:`DeltaSparkJobOperator` (connections, Spark conf, conflict policy, ...).
+        skip_missing: report a table that does not exist (yet) as skipped instead of failing.
+        **kwargs: as :class:`DeltaSparkJobOperator` (engine, connections, Spark conf, conflict policy, ...).
 
     Returns (XCom): the job result; ``version`` is the checkpointed version and ``metrics`` holds
-    ``checkpointPath``, ``checkpointSize``, ``checkpointSizeInBytes``, ``numAddFiles``, ``numDeletedLogFiles``.
+    ``checkpointPath``, ``checkpointSize``, ``checkpointSizeInBytes``, ``numAddFiles``, ``numDeletedLogFiles``
+    (with ``tables``: one such result per table in ``tables``).
 
     Example:
-        >>> DeltaCheckpointOperator(task_id="checkpoint_events", table="/data/events")  # doctest: +SKIP
+        >>> DeltaCheckpointOperator(task_id="checkpoint", tables=["/data/events", "/data/orders"])  # doctest: +SKIP
     """
 
-    is_write_job: ClassVar[bool] = False
-
-    def __init__(self, *, table: str, cleanup_log: bool = True, **kwargs: Any) -> None:
-        super().__init__(job="checkpoint", table=table, job_options={"cleanup_log": cleanup_log}, **kwargs)
+    def __init__(
+        self,
+        *,
+        table: str | None = None,
+        tables: list[str] | str | None = None,
+        cleanup_log: bool = True,
+        skip_missing: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            job="checkpoint",
+            table=table,
+            tables=tables,
+            job_options={"cleanup_log": cleanup_log, "skip_missing": skip_missing},
+            **kwargs,
+        )
         self.cleanup_log = cleanup_log
+        self.skip_missing = skip_missing
+
+
+def _document_job_options(cls: type, jobs: list[str]) -> None:
+    """Append the jobs' declared options (``JOB`` in each job module) to ``cls``'s docstring."""
+    sections = [textwrap.indent(job_definition(name).docstring(), "    ") for name in jobs]
+    cls.__doc__ = "\n\n".join([(cls.__doc__ or "").rstrip(), *sections]) + "\n"
+
+
+_document_job_options(DeltaSparkJobOperator, sorted(JOBS))
+_document_job_options(DeltaCheckpointOperator, ["checkpoint"])

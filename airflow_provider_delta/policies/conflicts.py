@@ -1,15 +1,16 @@
-"""Turn a Delta conflict into an Airflow task outcome, per ``core.transaction.policy.ConflictPolicy``.
+"""Turn a failed Delta job or commit into an Airflow task outcome, per ``core.transaction.policy.ConflictPolicy``.
 
 Two entry points:
 
-- ``conflict_exception(type_name, message, policy)``: what an operator raises when a Spark job
-  reports that its commit failed (the job result carries the exception's type name and message):
-  ``"skip"`` -> ``AirflowSkipException``, ``"fail"`` -> ``AirflowFailException`` (no retries), and
-  ``"retry"`` (in-job retries exhausted) or ``"airflow_retry"`` -> ``DeltaConflictError``, an
-  ``AirflowException`` that Airflow's task retries handle.
+- ``failure_exception(type_name, message, policy, kind=...)``: what an operator raises when a job
+  reports a failure (the job result carries the exception's type name, message and class of error):
+  ``"skip"`` -> ``AirflowSkipException``, ``"fail"`` -> ``AirflowFailException`` (no retries; the
+  default for permanent errors, with the engine's message as it is), and ``"retry"`` (in-job retries
+  exhausted) or ``"airflow_retry"`` -> ``DeltaConflictError`` for a conflict, ``DeltaJobError`` for
+  anything else: ``AirflowException`` subclasses that Airflow's task retries handle.
 - ``DeltaConflictRetryPolicy``: the same mapping as an Airflow 3.3 pluggable retry policy
   (``retry_policy=`` on any task), for tasks that commit in-process (e.g. a ``@task`` calling
-  ``DeltaTable.append``) or operators raising ``DeltaConflictError``.
+  ``DeltaTable.append``) or operators raising ``DeltaJobError``.
 """
 
 from __future__ import annotations
@@ -20,70 +21,128 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import RetryDecision, RetryPolicy
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
-from airflow_provider_delta.core.transaction.policy import ConflictAction, ConflictPolicy, exception_name
+from airflow_provider_delta.core.transaction.policy import (
+    ConflictAction,
+    ConflictPolicy,
+    ErrorKind,
+    classify,
+    exception_name,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class DeltaConflictError(AirflowException):
-    """A Delta commit failed; Airflow's task retries (and any retry policy) decide what happens next.
+class DeltaJobError(AirflowException):
+    """A Delta job failed in a way Airflow's task retries may fix (a transient or unknown error).
 
     Attributes:
-        delta_exception_type: the engine's exception name, e.g. ``"ConcurrentAppendException"``.
+        delta_exception_type: the engine's exception name, e.g. ``"OSError"``.
+        error_kind: ``"conflict"``, ``"transient"``, ``"permanent"`` or ``"unknown"``.
         conflict_action: the action the policy chose.
-        attempts: how many commit attempts the job made.
+        attempts: how many attempts the job made.
     """
 
     def __init__(
-        self, message: str, *, delta_exception_type: str, conflict_action: ConflictAction, attempts: int = 1
+        self,
+        message: str,
+        *,
+        delta_exception_type: str,
+        conflict_action: ConflictAction,
+        attempts: int = 1,
+        error_kind: ErrorKind = "unknown",
     ) -> None:
         super().__init__(message)
         self.delta_exception_type = delta_exception_type
         self.conflict_action = conflict_action
         self.attempts = attempts
+        self.error_kind = error_kind
 
 
-def conflict_exception(
+class DeltaConflictError(DeltaJobError):
+    """A Delta commit lost to a concurrent one; Airflow's task retries (and any retry policy) decide next."""
+
+    def __init__(
+        self, message: str, *, delta_exception_type: str, conflict_action: ConflictAction, attempts: int = 1
+    ) -> None:
+        super().__init__(
+            message, delta_exception_type=delta_exception_type, conflict_action=conflict_action,
+            attempts=attempts, error_kind="conflict",
+        )
+
+
+def failure_text(name: str, message: str, kind: ErrorKind, action: ConflictAction, attempts: int | None) -> str:
+    """How a failure reads in the task log: the engine's message once, labelled only where it helps.
+
+    Example:
+        >>> failure_text("PredicateError", "Cannot parse predicate 'a >': ...", "permanent", "fail", 1)
+        "PredicateError: Cannot parse predicate 'a >': ..."
+        >>> failure_text("ConcurrentAppendException", "Cannot commit ...", "conflict", "airflow_retry", 5)
+        'ConcurrentAppendException after 5 attempt(s): Cannot commit ... [conflict policy: airflow_retry]'
+    """
+    show_attempts = bool(attempts) and (kind == "conflict" or (attempts or 0) > 1)
+    tried = f" after {attempts} attempt(s)" if show_attempts else ""
+    text = f"{name}{tried}: {message}"
+    if kind == "conflict":
+        return f"{text} [conflict policy: {action}]"
+    if kind == "permanent" and action == "fail":
+        return text
+    return f"{text} [{kind} error; policy: {action}]"
+
+
+def failure_exception(
     type_name: str,
     message: str,
     policy: ConflictPolicy | dict[str, Any] | None = None,
     *,
     attempts: int | None = None,
+    kind: ErrorKind | None = None,
 ) -> AirflowException:
-    """The Airflow exception to raise for a failed commit reported as ``type_name: message``.
+    """The Airflow exception to raise for a failure reported as ``type_name: message``.
 
     Example:
-        >>> exc = conflict_exception("ConcurrentTransactionException", "appId 'x' committed")
+        >>> exc = failure_exception("ConcurrentTransactionException", "appId 'x' committed")
         >>> type(exc).__name__
         'AirflowFailException'
-        >>> type(conflict_exception("ConcurrentAppendException", "lost", {"overrides": {
+        >>> type(failure_exception("PredicateError", "Cannot parse predicate 'a >'")).__name__
+        'AirflowFailException'
+        >>> type(failure_exception("OSError", "503 SlowDown")).__name__
+        'DeltaJobError'
+        >>> type(failure_exception("ConcurrentAppendException", "lost", {"overrides": {
         ...     "ConcurrentAppendException": "skip"}})).__name__
         'AirflowSkipException'
     """
     if not isinstance(policy, ConflictPolicy):
         policy = ConflictPolicy.from_dict(policy)
     name = exception_name(type_name)
-    action = policy.action_for(name, message)
-    tried = f" after {attempts} attempt(s)" if attempts else ""
-    text = f"{name}{tried}: {message} [conflict policy: {action}]"
+    kind = kind or classify(name, message)
+    action = policy.action_for(name, message, kind=kind)
+    text = failure_text(name, message, kind, action, attempts)
     if action == "skip":
         return AirflowSkipException(text)
     if action == "fail":
         return AirflowFailException(text)
-    return DeltaConflictError(text, delta_exception_type=name, conflict_action=action, attempts=attempts or 1)
+    if kind == "conflict":
+        return DeltaConflictError(text, delta_exception_type=name, conflict_action=action, attempts=attempts or 1)
+    return DeltaJobError(
+        text, delta_exception_type=name, conflict_action=action, attempts=attempts or 1, error_kind=kind
+    )
 
 
-def _delta_exception_name(exception: BaseException) -> tuple[str, str] | None:
-    """The Delta exception behind ``exception`` (itself, a DeltaConflictError, or a cause)."""
+#: The former name of :func:`failure_exception` (it maps every failure, not only conflicts).
+conflict_exception = failure_exception
+
+
+def _delta_failure(exception: BaseException) -> tuple[BaseException | str, str, ErrorKind] | None:
+    """The Delta failure behind ``exception`` (itself, a DeltaJobError, or a cause): what, text, kind."""
     seen: set[int] = set()
     current: BaseException | None = exception
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, DeltaConflictError):
-            return current.delta_exception_type, str(current)
+        if isinstance(current, DeltaJobError):
+            return current.delta_exception_type, str(current), current.error_kind
         if type(current).__module__.startswith("airflow_provider_delta."):
-            return type(current).__name__, str(current)
+            return current, str(current), classify(current)
         current = current.__cause__ or current.__context__
     return None
 
@@ -92,9 +151,10 @@ class DeltaConflictRetryPolicy(RetryPolicy):
     """An Airflow retry policy that follows a ``ConflictPolicy``.
 
     ``"retry"`` and ``"airflow_retry"`` retry the task (``"retry"`` with the policy's backoff as the
-    delay), ``"fail"`` fails at once, ``"skip"`` also stops retrying (a retry policy cannot skip a
-    task; Delta operators raise ``AirflowSkipException`` themselves). Errors that are not Delta's
-    fall through to the task's standard retries.
+    delay), ``"fail"`` fails at once (by default: permanent errors such as ``PredicateError`` or
+    ``SchemaMismatchError``, and ``ConcurrentTransactionException``), ``"skip"`` also stops retrying
+    (a retry policy cannot skip a task; Delta operators raise ``AirflowSkipException`` themselves).
+    Errors that are not Delta's fall through to the task's standard retries.
 
     Example:
         >>> from airflow.sdk import task
@@ -113,12 +173,12 @@ class DeltaConflictRetryPolicy(RetryPolicy):
         context: Context | None = None,
     ) -> RetryDecision:
         """Decide from the Delta exception behind ``exception``."""
-        found = _delta_exception_name(exception)
+        found = _delta_failure(exception)
         if found is None:
             return RetryDecision.default()
-        name, message = found
-        action = self.policy.action_for(name, message)
-        reason = f"{name}: conflict policy says {action!r}"
+        what, message, kind = found
+        action = self.policy.action_for(what, message, kind=kind)
+        reason = f"{exception_name(what)} ({kind} error): policy says {action!r}"
         if action in ("fail", "skip"):
             return RetryDecision.fail(reason)
         if action == "retry":

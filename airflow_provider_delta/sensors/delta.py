@@ -10,10 +10,11 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.configuration import conf
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSensorTimeout
 
-from airflow_provider_delta.core.log.sensing import current_version, new_commits
-from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError
+from airflow_provider_delta.core.log.sensing import current_table_id, current_version, new_commits
+from airflow_provider_delta.core.transaction.policy import classify
+from airflow_provider_delta.exceptions import DeltaError
 from airflow_provider_delta.hooks.delta import DeltaHook
-from airflow_provider_delta.triggers.delta import DeltaVersionTrigger
+from airflow_provider_delta.triggers.delta import DeltaVersionTrigger, event_payload
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.log.sensing import NewCommits
 
 BASELINE_KEY = "delta_version_sensor_baseline"
+#: The table's ``metaData.id`` at the baseline: a different id later means the table was recreated.
+BASELINE_ID_KEY = "delta_version_sensor_table_id"
 
 
 class DeltaVersionSensor(BaseSensorOperator):
@@ -43,7 +46,10 @@ class DeltaVersionSensor(BaseSensorOperator):
     Pushes to XCom (``return_value``) a dict: ``version`` (newest), ``previous_version`` (the
     baseline; None when the table is new or was recreated), ``start_version``/``end_version`` (the
     range to read, e.g. for a change-data-feed export), ``commits`` (``version``, ``timestamp``,
-    ``operation``, ``operationMetrics`` of each new commit that matched), ``recreated``, ``table``.
+    ``operation``, ``operationMetrics`` of the newest 100 new commits that matched),
+    ``commit_count`` (all of them), ``commits_truncated`` (when more than 100), ``recreated`` (the
+    table was dropped and created again: its ``metaData.id`` changed, or its version went back),
+    ``table_id``, ``table``. Poke, reschedule and deferrable modes push the same dict.
 
     Example:
         >>> DeltaVersionSensor(task_id="wait", table="/data/events", operations=["WRITE"],
@@ -72,6 +78,7 @@ class DeltaVersionSensor(BaseSensorOperator):
         self.deferrable = deferrable
         self.poll_interval = poll_interval
         self._baseline: int | None = None
+        self._table_id: str | None = None
 
     # -- helpers ----------------------------------------------------------------------------------
     @property
@@ -99,13 +106,25 @@ class DeltaVersionSensor(BaseSensorOperator):
             ) from None
 
     def _baseline_for(self, context: Context, location: str, options: dict[str, str]) -> int:
-        """The explicit after_version, else the first look, kept in the task state store."""
+        """The explicit after_version, else the first look, kept in the task state store.
+
+        The table's id at the first look is kept too (``_table_id``), so a table dropped and
+        recreated while the sensor waits is reported as ``recreated``, not as new commits.
+        """
+        store = context.get("task_state_store")  # type: ignore[call-overload]
+        if self._table_id is None:
+            stored_id = store.get(BASELINE_ID_KEY) if store is not None else None
+            if stored_id:
+                self._table_id = str(stored_id)
+            else:
+                self._table_id = self._call(current_table_id, location, storage_options=options)
+                if store is not None and self._table_id is not None:
+                    store.set(BASELINE_ID_KEY, self._table_id)
         explicit = self._explicit_after_version()
         if explicit is not None:
             return explicit
         if self._baseline is not None:
             return self._baseline
-        store = context.get("task_state_store")  # type: ignore[call-overload]
         stored = store.get(BASELINE_KEY) if store is not None else None
         if stored is not None:
             self._baseline = int(str(stored))
@@ -121,9 +140,9 @@ class DeltaVersionSensor(BaseSensorOperator):
         """Run a core read; errors become Airflow errors (permanent ones without retries)."""
         try:
             return fn(*args, **kwargs)
-        except (NotADeltaTableError, PermissionError) as err:
-            raise AirflowFailException(f"Cannot sense table {self.table!r}: {err}") from err
         except (DeltaError, OSError) as err:
+            if classify(err) == "permanent":  # e.g. NotADeltaTableError, PermissionError, LogCorruptedError
+                raise AirflowFailException(f"Cannot sense table {self.table!r}: {err}") from err
             raise AirflowException(f"Cannot sense table {self.table!r}: {err}") from err
 
     def _check(self, context: Context) -> tuple[NewCommits, str, dict[str, str], int]:
@@ -131,7 +150,9 @@ class DeltaVersionSensor(BaseSensorOperator):
         location = hook.resolve_table(self.table)
         options = hook.storage_options
         baseline = self._baseline_for(context, location, options)
-        result = self._call(new_commits, location, baseline, self._operations(), storage_options=options)
+        result = self._call(
+            new_commits, location, baseline, self._operations(), storage_options=options, table_id=self._table_id
+        )
         return result, location, options, baseline
 
     # -- poke / reschedule ------------------------------------------------------------------------
@@ -139,8 +160,11 @@ class DeltaVersionSensor(BaseSensorOperator):
         """One look: a few file probes from the baseline, then the new commits' commitInfo."""
         result, location, _, baseline = self._check(context)
         if result.has_new_version:
-            self.log.info("%s: version %s after %s", location, result.latest_version, baseline)
-            return PokeReturnValue(is_done=True, xcom_value=result.to_dict())
+            self.log.info(
+                "%s: version %s after %s%s", location, result.latest_version, baseline,
+                " (the table was recreated)" if result.recreated else "",
+            )
+            return PokeReturnValue(is_done=True, xcom_value=event_payload(result))
         if result.latest_version is None:
             self.log.info("%s does not exist yet; waiting", location)
         return PokeReturnValue(is_done=False)
@@ -152,16 +176,18 @@ class DeltaVersionSensor(BaseSensorOperator):
             return super().execute(context)
         result, location, options, baseline = self._check(context)
         if result.has_new_version:
-            return result.to_dict()
+            return event_payload(result)
         self.defer(
             trigger=DeltaVersionTrigger(
                 table=location,
                 after_version=baseline,
                 operations=self._operations(),
-                delta_conn_id=None,
-                storage_options=options or None,
+                # The triggerer resolves the connection itself: no credentials in the trigger's kwargs.
+                delta_conn_id=self.hook.delta_conn_id if options else None,
+                storage_options=None,
                 poll_interval=self.poll_interval if self.poll_interval is not None else self.poke_interval,
                 end_time=time.time() + self.timeout,
+                table_id=self._table_id,
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),

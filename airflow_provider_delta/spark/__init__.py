@@ -3,6 +3,8 @@
 - :func:`read_delta` (``spark.read``), :func:`write_delta` (``spark.write``) and
   :class:`SparkExecutor` (``spark.executor``): the Spark data plane, where Spark executors read and
   write the files with the engine's own code and only actions reach the driver.
+- :func:`merge_delta` and :func:`merge_delta_sql` (``spark.merge``): MERGE INTO from a DataFrame,
+  planned by the engine, joined and written by Spark.
 - :func:`job_script` and ``spark.jobs``: spark-submit entry points that the Airflow operators run.
 
 This package imports neither pyspark nor airflow at import time, so the Airflow layer can locate a
@@ -23,10 +25,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_provider_delta.spark.executor import SparkExecutor
+    from airflow_provider_delta.spark.merge import merge_delta, merge_delta_sql
     from airflow_provider_delta.spark.read import read_delta
     from airflow_provider_delta.spark.write import write_delta
 
-__all__ = ["RUNNER_MODULE", "SparkExecutor", "job_script", "read_delta", "write_delta"]
+__all__ = [
+    "RUNNER_MODULE",
+    "SparkExecutor",
+    "job_script",
+    "merge_delta",
+    "merge_delta_sql",
+    "read_delta",
+    "write_delta",
+]
 
 RUNNER_MODULE = "airflow_provider_delta.spark.jobs.run_job"
 
@@ -34,6 +45,8 @@ RUNNER_MODULE = "airflow_provider_delta.spark.jobs.run_job"
 # import pyspark.
 _LAZY = {
     "SparkExecutor": "airflow_provider_delta.spark.executor",
+    "merge_delta": "airflow_provider_delta.spark.merge",
+    "merge_delta_sql": "airflow_provider_delta.spark.merge",
     "read_delta": "airflow_provider_delta.spark.read",
     "write_delta": "airflow_provider_delta.spark.write",
 }

@@ -13,7 +13,12 @@ so the files are exactly those the local executor writes:
   command's :data:`~airflow_provider_delta.core.executor.FileRewrite` (a picklable dataclass), writes
   the kept rows and, when recording changes, its change rows as ``_change_data`` files;
 - ``change_rows``: the DataFrame's rows written as change files by tasks (``cdc`` actions back);
-- ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here.
+- ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here;
+- ``merge``: a planned MERGE joined by Spark (:mod:`airflow_provider_delta.spark.merge_execution`);
+- ``rewrite_bins`` (OPTIMIZE, ZORDER BY, REORG): the bins spread over tasks by size; each task reads
+  a bin's files, arranges the rows with the command's layout and writes them (``dataChange=false``);
+- ``delete_files`` (VACUUM): a long list of paths is deleted by tasks in chunks; a short one (fewer
+  than :data:`SPARK_DELETE_THRESHOLD`) in the driver, where a Spark job would cost more than it saves.
 
 Only the actions returned by successful task attempts reach the driver, and the driver commits once:
 files written by a failed or speculative attempt are never referenced (they are orphans that vacuum
@@ -28,25 +33,38 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import pyarrow as pa
 
 from airflow_provider_delta.core.actions import AddCDCFile, AddFile
-from airflow_provider_delta.core.executor import Executor, RewriteResult
+from airflow_provider_delta.core.executor import (
+    DeleteOutcome,
+    Executor,
+    LocalExecutor,
+    RewriteResult,
+    delete_paths,
+)
+from airflow_provider_delta.core.executor.local import rewrite_bin
 from airflow_provider_delta.core.read.scan import read_add_file
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
 from airflow_provider_delta.exceptions import SchemaMismatchError
+from airflow_provider_delta.spark.environment import require_executor_environment
+from airflow_provider_delta.spark.merge_execution import run_spark_merge
 from airflow_provider_delta.spark.tasks import (
     RECORD_SCHEMA,
     collect_records,
     delta_errors,
     file_frame,
+    file_partitions,
+    json_frame,
     map_in_arrow,
     records_batch,
     task_rows,
@@ -54,20 +72,41 @@ from airflow_provider_delta.spark.tasks import (
 from airflow_provider_delta.spark.types import from_spark_schema
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from pyspark.sql import DataFrame, SparkSession
 
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.executor import ChangeRows, FileRewrite
+    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
+    from airflow_provider_delta.core.executor import BinLayout, ChangeRows, FileRewrite
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
-__all__ = ["SparkExecutor", "TaskHook"]
+__all__ = ["DELETE_JOB_GROUP", "REWRITE_JOB_GROUP", "SPARK_DELETE_THRESHOLD", "SparkExecutor", "TaskHook", "job_group"]
+
+#: Fewer paths than this are deleted in the driver (thread pool) rather than by a Spark job.
+SPARK_DELETE_THRESHOLD = 1000
+_DELETE_CHUNKS_PER_CORE = 4
+#: Spark job groups of the maintenance work (the Spark UI and ``statusTracker`` show them).
+DELETE_JOB_GROUP = "delta-vacuum-delete"
+REWRITE_JOB_GROUP = "delta-rewrite"
+
+
+@contextlib.contextmanager
+def job_group(spark: SparkSession, group: str, description: str) -> Iterator[None]:
+    """Run the Spark jobs of the block in ``group`` (the caller's own group is restored afterwards)."""
+    sc = spark.sparkContext
+    previous = {key: sc.getLocalProperty(key) for key in ("spark.jobGroup.id", "spark.job.description")}
+    sc.setJobGroup(group, description)
+    try:
+        yield
+    finally:
+        for key, value in previous.items():
+            sc.setLocalProperty(key, value)  # type: ignore[arg-type]
 
 TaskHook = Callable[[Sequence[AddFile | AddCDCFile]], None]
-"""A callable run in each task after it has written its files, with their actions (tests)."""
+"""A callable run in each task after it has written its files, with their actions (tests); VACUUM's
+delete tasks call it with no actions after each chunk."""
 
 
 class SparkExecutor(Executor):
@@ -86,6 +125,7 @@ class SparkExecutor(Executor):
     name = "spark"
 
     def __init__(self, spark: SparkSession, *, task_hook: TaskHook | None = None) -> None:
+        require_executor_environment(spark)
         self.spark = spark
         self.task_hook = task_hook
 
@@ -120,6 +160,27 @@ class SparkExecutor(Executor):
         records = collect_records(map_in_arrow(frame, task, RECORD_SCHEMA))
         return [AddFile.from_dict(r["add"]) for r in records]
 
+    def write_files_and_changes(
+        self,
+        target: WriteTarget,
+        data: Any,
+        change_type: ChangeType,
+        *,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> tuple[list[AddFile], list[ChangeRows]]:
+        """One pass over the DataFrame: each task writes its rows as data files and as change rows.
+
+        Raises:
+            SchemaMismatchError: as :meth:`write_files`.
+        """
+        frame = _frame(data)
+        self._check_fits(target, frame)
+        task = _WriteTask(target, True, require, require_text, self.task_hook, change_type)
+        records = collect_records(map_in_arrow(frame, task, RECORD_SCHEMA))
+        adds = [AddFile.from_dict(r["add"]) for r in records if "add" in r]
+        return adds, [AddCDCFile.from_dict(r["cdc"]) for r in records if "cdc" in r]
+
     def rewrite_files(
         self, target: WriteTarget, files: Sequence[AddFile], rewrite: FileRewrite, *, record_changes: bool
     ) -> RewriteResult:
@@ -137,6 +198,44 @@ class SparkExecutor(Executor):
             for key, value in record["metrics"].items():
                 result.metrics[key] = result.metrics.get(key, 0) + int(value)
         return result
+
+    def rewrite_bins(
+        self, target: WriteTarget, bins: Sequence[Sequence[AddFile]], layout: BinLayout
+    ) -> list[list[AddFile]]:
+        """Rewrite the bins in Spark tasks (bins grouped into tasks by size); only ``add`` actions come back."""
+        out: list[list[AddFile]] = [[] for _ in bins]
+        if not bins:
+            return out
+        groups = file_partitions([sum(f.size for f in b) for b in bins], parallelism=self._parallelism())
+        payloads = [
+            [orjson.dumps({"index": i, "files": [f.to_dict() for f in bins[i]]}).decode() for i in group]
+            for group in groups
+        ]
+        task = _BinTask(target, layout, self.task_hook)
+        description = f"Delta rewrite: {len(bins)} bin(s) of {target.location}"
+        with job_group(self.spark, REWRITE_JOB_GROUP, description):
+            records = collect_records(map_in_arrow(json_frame(self.spark, payloads), task, RECORD_SCHEMA))
+        for record in records:
+            out[int(record["index"])] = [AddFile.from_dict(a) for a in record["added"]]
+        return out
+
+    def delete_files(self, storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
+        """Delete in tasks, ``defaultParallelism * 4`` chunks (in the driver below the threshold)."""
+        if len(paths) < SPARK_DELETE_THRESHOLD:
+            return LocalExecutor().delete_files(storage, paths)
+        chunks = self._parallelism() * _DELETE_CHUNKS_PER_CORE
+        size = -(-len(paths) // chunks)
+        groups = [[orjson.dumps(list(paths[i : i + size])).decode()] for i in range(0, len(paths), size)]
+        outcome = DeleteOutcome()
+        task = _DeleteTask(storage, self.task_hook)
+        with job_group(self.spark, DELETE_JOB_GROUP, f"Delta VACUUM: delete {len(paths)} file(s) of {storage.root}"):
+            records = collect_records(map_in_arrow(json_frame(self.spark, groups), task, RECORD_SCHEMA))
+        for record in records:
+            outcome.merge(DeleteOutcome(list(record["deleted"]), dict(record["failed"])))
+        return outcome
+
+    def _parallelism(self) -> int:
+        return max(1, int(self.spark.sparkContext.defaultParallelism))
 
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """Write the DataFrame's rows as change rows of kind ``change_type`` in tasks; their ``cdc`` actions."""
@@ -164,9 +263,20 @@ class SparkExecutor(Executor):
         """
         raise NotImplementedError(
             f"Cannot read {len(files)} file(s) of table {target.location!r} into the driver with the Spark "
-            "executor: MERGE on Spark is not implemented yet. Help: run MERGE with the local executor "
-            "(the default), or read the table as a DataFrame with airflow_provider_delta.spark.read_delta"
+            "executor: rows stay on the executors. Help: read the table as a DataFrame with "
+            "airflow_provider_delta.spark.read_delta"
         )
+
+    def merge(self, job: MergeJob) -> MergeOutcome:
+        """A planned MERGE's row work in one Spark job: target files read by tasks, joined with the
+        source by Spark, clauses evaluated as Spark SQL, files written by tasks (see
+        :mod:`airflow_provider_delta.spark.merge_execution`); only actions come back.
+
+        Raises:
+            MergeError: a value does not fit its column.
+            MergeMultipleMatchError: several source rows would update or delete one target row.
+        """
+        return run_spark_merge(self.spark, job, self.task_hook)
 
     def _check_fits(self, target: WriteTarget, frame: DataFrame) -> None:
         """Refuse columns that do not fit the table before any task writes a file."""
@@ -197,25 +307,31 @@ def _frame(data: Any) -> DataFrame:
 
 @dataclass(frozen=True)
 class _WriteTask:
-    """``mapInArrow`` function: write the task's rows as data files (one ``write_rows`` call)."""
+    """``mapInArrow`` function: write the task's rows as data files (one ``write_rows`` call), and as
+    change rows of ``change_type`` too when it is set."""
 
     target: WriteTarget
     data_change: bool
     require: Expr | None
     require_text: str
     hook: TaskHook | None
+    change_type: ChangeType | None = None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         rows = task_rows(batches)
         if rows is None:
             return
+        cdc: list[AddCDCFile] = []
         with delta_errors():
             adds = write_rows(
                 self.target, rows, data_change=self.data_change, require=self.require, require_text=self.require_text
             )
+            if self.change_type is not None:
+                tagged = tag_changes(conform_to_table(rows, self.target.schema), self.change_type)
+                cdc = write_change_files(self.target, tagged)
         if self.hook is not None:
-            self.hook(adds)
-        yield records_batch([{"add": a.to_dict()} for a in adds])
+            self.hook([*adds, *cdc])
+        yield records_batch([{"add": a.to_dict()} for a in adds] + [{"cdc": c.to_dict()} for c in cdc])
 
 
 @dataclass(frozen=True)
@@ -239,6 +355,42 @@ class _ChangeTask:
 
 
 @dataclass(frozen=True)
+class _BinTask:
+    """``mapInArrow`` function over a bin frame: rewrite each bin of the task (core's ``rewrite_bin``)."""
+
+    target: WriteTarget
+    layout: BinLayout
+    hook: TaskHook | None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                payload = orjson.loads(text)
+                files = [AddFile.from_dict(f) for f in payload["files"]]
+                with delta_errors():
+                    added = rewrite_bin(self.target, files, self.layout)
+                if self.hook is not None:
+                    self.hook(added)
+                yield records_batch([{"index": payload["index"], "added": [a.to_dict() for a in added]}])
+
+
+@dataclass(frozen=True)
+class _DeleteTask:
+    """``mapInArrow`` function: delete each chunk of paths; report what was deleted and what failed."""
+
+    storage: Storage
+    hook: TaskHook | None
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for batch in batches:
+            for text in batch.column(0).to_pylist():
+                outcome = delete_paths(self.storage, orjson.loads(text))
+                if self.hook is not None:
+                    self.hook([])
+                yield records_batch([{"deleted": outcome.deleted, "failed": outcome.failed}])
+
+
+@dataclass(frozen=True)
 class _RewriteTask:
     """``mapInArrow`` function over a file frame: rewrite each file of the task through ``rewrite``."""
 
@@ -248,8 +400,6 @@ class _RewriteTask:
     hook: TaskHook | None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        import orjson
-
         for batch in batches:
             for text in batch.column(0).to_pylist():
                 payload = orjson.loads(text)

@@ -9,6 +9,10 @@ Spec (``--spec``, a file path or the JSON text itself)::
      "options": {"cleanup_log": true}, "conflict_policy": null,
      "app_id": "airflow:dag:task:run", "app_version": 0, "test_hooks": {}}
 
+A job declared ``multi_table`` may get ``"tables": ["/data/a", "/data/b"]`` instead of ``"table"``: it
+runs once per table, in order, in the same process, and the result's ``"tables"`` holds one result
+per table (a failure of one table does not stop or hide the others).
+
 Result (``--result``, a file path)::
 
     {"protocol": 1, "status": "success", "job": "checkpoint", "table": "/data/events",
@@ -16,8 +20,9 @@ Result (``--result``, a file path)::
      "engine": {"name": "spark", "spark_version": "4.3.0", "master": "local[2]"}, "error": null}
 
 On failure ``status`` is ``"error"`` and ``error`` is ``{"type": "ConcurrentAppendException",
-"message": ..., "attempts": 3, "action": "fail"}``: the exception's class name (Delta Lake's names for
-conflicts), its message, how many attempts the in-job retry loop made, and the conflict policy's action.
+"message": ..., "attempts": 3, "action": "fail", "kind": "conflict"}``: the exception's class name
+(Delta Lake's names for conflicts), its message, how many attempts the in-job retry loop made, the
+conflict policy's action and the class of error (``conflict``, ``transient``, ``permanent``, ``unknown``).
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ class JobSpec:
 
     Attributes:
         job: the job's name in :data:`airflow_provider_delta.spark.jobs.JOBS` (``checkpoint``, ``write``).
-        table: the table's full path or URI.
+        table: the table's full path or URI (empty when ``tables`` is given).
         storage_options: object-store options for the table.
         options: the job's own options (``{"cleanup_log": true}`` for ``checkpoint``).
         conflict_policy: a serialised ``ConflictPolicy`` (None: the defaults).
@@ -57,6 +62,7 @@ class JobSpec:
         app_version: the version recorded with ``app_id``; a table that already has it is not written again.
         test_hooks: test-only synchronisation points (``{"before_commit": {"signal": path,
             "wait_for": path, "timeout_s": 60}}``); empty in production.
+        tables: several tables for a job declared ``multi_table`` (instead of ``table``).
 
     Example:
         >>> spec = JobSpec(job="checkpoint", table="/data/events", options={"cleanup_log": True})
@@ -65,13 +71,19 @@ class JobSpec:
     """
 
     job: str
-    table: str
+    table: str = ""
     storage_options: dict[str, str] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     conflict_policy: dict[str, Any] | None = None
     app_id: str | None = None
     app_version: int | None = None
     test_hooks: dict[str, Any] = field(default_factory=dict)
+    tables: list[str] = field(default_factory=list)
+
+    @property
+    def locations(self) -> list[str]:
+        """The table(s) this spec names: ``tables``, else ``[table]``."""
+        return list(self.tables) or [self.table]
 
     def to_json(self) -> str:
         """The spec as JSON text (with ``"protocol": 1``)."""
@@ -92,11 +104,17 @@ class JobSpec:
                 f"Cannot read job spec: protocol {protocol!r} is not supported (expected {PROTOCOL_VERSION}); "
                 "install the same airflow-provider-delta version on the Airflow workers and the Spark driver"
             )
-        for key in ("job", "table"):
+        tables = raw.get("tables") or []
+        if not isinstance(tables, list) or not all(isinstance(t, str) and t for t in tables):
+            raise JobSpecError(f"Cannot read job spec: 'tables' must be a list of non-empty strings, found {tables!r}")
+        keys = ("job",) if tables else ("job", "table")
+        for key in keys:
             if not isinstance(raw.get(key), str) or not raw[key]:
                 raise JobSpecError(
                     f"Cannot read job spec: {key!r} must be a non-empty string, found {raw.get(key)!r}"
                 )
+        if tables and raw.get("table"):
+            raise JobSpecError("Cannot read job spec: pass 'table' or 'tables', not both")
         app_id, app_version = raw.get("app_id"), raw.get("app_version")
         if (app_id is None) != (app_version is None):
             raise JobSpecError("Cannot read job spec: pass 'app_id' and 'app_version' together")
@@ -111,7 +129,8 @@ class JobSpec:
             )
         return cls(
             job=raw["job"],
-            table=raw["table"],
+            table=raw.get("table") or "",
+            tables=list(tables),
             storage_options={str(k): str(v) for k, v in _mapping(raw, "storage_options", "job spec").items()},
             options=_mapping(raw, "options", "job spec"),
             conflict_policy=policy,
@@ -150,7 +169,8 @@ class JobResult:
         attempts: how many times the in-job retry loop ran the job.
         duration_s: wall time of the job in the driver.
         engine: where it ran: ``{"name": "spark", "spark_version": ..., "master": ...}`` or ``{"name": "local"}``.
-        error: on failure ``{"type", "message", "attempts", "action"}``.
+        error: on failure ``{"type", "message", "attempts", "action", "kind"}``.
+        tables: for a spec with ``tables``, one result (as a dict) per table, in order.
 
     Example:
         >>> r = JobResult(status="success", job="checkpoint", table="/t", version=3)
@@ -168,6 +188,7 @@ class JobResult:
     duration_s: float = 0.0
     engine: dict[str, Any] = field(default_factory=dict)
     error: dict[str, Any] | None = None
+    tables: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The result as a JSON-ready dict (what the operator pushes to XCom)."""

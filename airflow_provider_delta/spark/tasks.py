@@ -30,12 +30,14 @@ import pyarrow as pa
 
 from airflow_provider_delta import exceptions
 from airflow_provider_delta.exceptions import DeltaError
+from airflow_provider_delta.spark.environment import raise_for_executor_environment
 from airflow_provider_delta.spark.types import to_spark_schema
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
 
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.group import GroupedData
 
     from airflow_provider_delta.core.actions import AddFile
     from airflow_provider_delta.core.schema.types import StructType
@@ -45,10 +47,12 @@ __all__ = [
     "RECORD_COLUMN",
     "RECORD_SCHEMA",
     "TaskError",
+    "apply_in_arrow",
     "collect_records",
     "delta_errors",
     "file_frame",
     "file_partitions",
+    "json_frame",
     "map_in_arrow",
     "records_batch",
     "reraise_task_error",
@@ -132,17 +136,25 @@ def map_in_arrow(frame: DataFrame, task: Any, schema: Any) -> DataFrame:
         return frame.mapInArrow(task, schema)
 
 
+def apply_in_arrow(grouped: GroupedData, task: Any, schema: Any) -> DataFrame:
+    """``grouped.applyInArrow(task, schema)`` without pyspark's pandas-version warning (see above)."""
+    with _quiet_pandas_warning():
+        return grouped.applyInArrow(task, schema)
+
+
 def collect_records(frame: DataFrame) -> list[dict[str, Any]]:
     """Run the tasks of ``frame`` (of :data:`RECORD_SCHEMA`) and decode their records in the driver.
 
     Raises:
         DeltaError: a task raised one (same type and message; see :func:`reraise_task_error`).
+        ExecutorEnvironmentError: an executor's Python could not import pyarrow or this package.
     """
     try:
         with _quiet_pandas_warning():
             rows = frame.collect()
     except Exception as err:
         reraise_task_error(err)
+        raise_for_executor_environment(err)
         raise
     return [orjson.loads(row[0]) for row in rows]
 
@@ -216,17 +228,22 @@ def file_frame(spark: SparkSession, files: Sequence[AddFile], *, with_stats: boo
     Without ``with_stats`` the actions' ``stats`` (often most of their size) are left out: readers
     need the path, partition values and deletion vector only.
     """
-    from pyspark.sql.types import StringType, StructField, StructType
-
     groups = file_partitions(
         [f.size for f in files],
         parallelism=spark.sparkContext.defaultParallelism,
         max_bytes=_conf_bytes(spark, "spark.sql.files.maxPartitionBytes", _MAX_PARTITION_BYTES),
         open_cost=_conf_bytes(spark, "spark.sql.files.openCostInBytes", _OPEN_COST_BYTES),
     )
-    payloads = [[_file_payload(i, files[i], with_stats) for i in group] for group in groups]
+    return json_frame(spark, [[_file_payload(i, files[i], with_stats) for i in group] for group in groups])
+
+
+def json_frame(spark: SparkSession, groups: Sequence[Sequence[str]]) -> DataFrame:
+    """A DataFrame of one ``file`` (string) column: one partition per group, one row per JSON text."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    payloads = [list(group) for group in groups]
     # One group per slice (parallelize splits a list of n elements into n slices of one element),
-    # then one row per file within its group's partition.
+    # then one row per payload within its group's partition.
     rdd = spark.sparkContext.parallelize(payloads, max(1, len(payloads))).flatMap(lambda group: [(p,) for p in group])
     return spark.createDataFrame(rdd, StructType([StructField(FILE_COLUMN, StringType(), nullable=False)]))
 

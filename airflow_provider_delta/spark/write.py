@@ -5,8 +5,8 @@ with the :class:`~airflow_provider_delta.spark.executor.SparkExecutor`: append, 
 replaceWhere (``predicate``), ``mergeSchema``/``overwriteSchema`` (``schema_mode``), idempotent writes
 (``app_id``/``app_version``, Delta's ``txn``), change data on a change-data-feed table, conflict
 checks and the commit are the engine's; the rows never pass through the driver. A table that does
-not exist yet is created first from the DataFrame's schema (every column nullable, as Delta on Spark
-creates tables from DataFrames), ``partition_by`` and ``properties``.
+not exist yet is created by the same commit (version 0 holds the table and the rows, as Delta on
+Spark does), from the DataFrame's schema (every column nullable), ``partition_by`` and ``properties``.
 
 Example:
     >>> write_delta(spark.range(1000).withColumn("day", F.lit("2024-01-01")), "/data/t",
@@ -20,13 +20,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal
 
-from airflow_provider_delta.core.commands.create import create_table
-from airflow_provider_delta.core.commands.write import write
+from airflow_provider_delta.core.commands.create import table_before_creation
+from airflow_provider_delta.core.commands.write import WriteResult, write
 from airflow_provider_delta.core.schema.evolution import as_nullable
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.storage import storage_for
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.exceptions import DeltaError, TableAlreadyExistsError, TableNotFoundError
+from airflow_provider_delta.exceptions import (
+    DeltaError,
+    MetadataChangedException,
+    ProtocolChangedException,
+    TableNotFoundError,
+)
 from airflow_provider_delta.spark.executor import SparkExecutor
 from airflow_provider_delta.spark.types import from_spark_schema
 
@@ -34,6 +39,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from pyspark.sql import DataFrame
+
+    from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["write_delta"]
 
@@ -84,39 +91,44 @@ def write_delta(
         >>> write_delta(df, "/data/t", mode="append", app_id="dag.load", app_version=7)  # doctest: +SKIP
         5
     """
-    table = _open_or_create(df, location, partition_by=partition_by, properties=properties,
-                            storage_options=storage_options)
-    result = write(
-        table.snapshot, df, mode=mode, predicate=predicate, schema_mode=schema_mode, partition_by=partition_by,
-        app_id=app_id, app_version=app_version, executor=SparkExecutor(df.sparkSession),
-    )
-    return result.version if result.version is not None else table.version
+    def run(snapshot: Snapshot) -> WriteResult:
+        return write(
+            snapshot, df, mode=mode, predicate=predicate, schema_mode=schema_mode, partition_by=partition_by,
+            app_id=app_id, app_version=app_version, executor=SparkExecutor(df.sparkSession),
+        )
+
+    snapshot = _open_or_plan(df, location, partition_by=partition_by, properties=properties,
+                             storage_options=storage_options)
+    try:
+        result = run(snapshot)
+    except (MetadataChangedException, ProtocolChangedException):
+        if not snapshot.is_new_table:
+            raise
+        # Another writer created the table first: write into theirs (this attempt's files are orphans).
+        snapshot = _open_or_plan(df, location, partition_by=partition_by, properties=properties,
+                                 storage_options=storage_options)
+        result = run(snapshot)
+    return result.version if result.version is not None else snapshot.version
 
 
-def _open_or_create(
+def _open_or_plan(
     df: DataFrame,
     location: str,
     *,
     partition_by: Sequence[str] | None,
     properties: Mapping[str, Any] | None,
     storage_options: Mapping[str, str] | None,
-) -> DeltaTable:
-    """The table at ``location``; created from ``df``'s schema first when there is none."""
+) -> Snapshot:
+    """The table's newest snapshot; when there is no table, its state before creation from ``df``'s schema."""
     try:
         table = DeltaTable(location, storage_options=storage_options)
     except TableNotFoundError:
         schema = as_nullable(from_spark_schema(df.schema))
         assert isinstance(schema, StructType)
-        try:
-            create_table(storage_for(location, storage_options), location, schema,
-                         partition_by=partition_by or (), properties=properties)
-        except TableAlreadyExistsError:
-            pass  # a concurrent writer created it first: write into theirs (checked below)
-        else:
-            return DeltaTable(location, storage_options=storage_options)
-        table = DeltaTable(location, storage_options=storage_options)
+        return table_before_creation(storage_for(location, storage_options), location, schema,
+                                     partition_by=partition_by or (), properties=properties)
     _check_properties(table, properties)
-    return table
+    return table.snapshot
 
 
 def _check_properties(table: DeltaTable, properties: Mapping[str, Any] | None) -> None:

@@ -18,13 +18,16 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowException
 from airflow.triggers.base import BaseEventTrigger, BaseTrigger, TriggerEvent
 
-from airflow_provider_delta.core.log.sensing import NewCommits, current_version, new_commits
-from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError
+from airflow_provider_delta.core.log.sensing import NewCommits, current_table_id, current_version, new_commits
+from airflow_provider_delta.core.transaction.policy import classify
+from airflow_provider_delta.exceptions import DeltaError
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
 WATERMARK_KEY = "delta_version"
+#: The table's ``metaData.id`` next to the watermark: another id later means the table was recreated.
+TABLE_ID_KEY = "delta_table_id"
 # Raised by AssetStateStoreAccessors when one trigger is shared by several watched assets.
 _MULTI_ASSET_ERROR = "concrete inlets and outlets"
 #: Events carry at most this many commit summaries (the version range is always complete).
@@ -44,7 +47,7 @@ def _resolve(
 
 
 def _error_event(err: BaseException, table: str) -> TriggerEvent:
-    permanent = isinstance(err, NotADeltaTableError | PermissionError)
+    permanent = classify(err) == "permanent"
     return TriggerEvent(
         {
             "status": "error",
@@ -56,7 +59,9 @@ def _error_event(err: BaseException, table: str) -> TriggerEvent:
     )
 
 
-def _event_payload(result: NewCommits) -> dict[str, Any]:
+def event_payload(result: NewCommits) -> dict[str, Any]:
+    """What the sensor pushes to XCom and the triggers put in events: ``result.to_dict()`` with
+    ``commit_count`` and at most :data:`MAX_COMMITS_IN_EVENT` commit summaries (the newest)."""
     payload = result.to_dict()
     commits = payload["commits"]
     payload["commit_count"] = len(commits)
@@ -78,6 +83,8 @@ class DeltaVersionTrigger(BaseTrigger):
         storage_options: object-store options.
         poll_interval: seconds between polls.
         end_time: absolute deadline (epoch seconds); a ``timeout`` event is sent after it.
+        table_id: the table's ``metaData.id`` at the baseline: a table with another id was recreated
+            (``recreated: true``, range from version 0).
 
     Events: ``{"status": "success", "version": ..., "previous_version": ..., "commits": [...], ...}``,
     ``{"status": "timeout", ...}`` or ``{"status": "error", "error_type": ..., "message": ...}``.
@@ -97,6 +104,7 @@ class DeltaVersionTrigger(BaseTrigger):
         storage_options: dict[str, str] | None = None,
         poll_interval: float = 60.0,
         end_time: float | None = None,
+        table_id: str | None = None,
     ) -> None:
         super().__init__()
         self.table = table
@@ -106,6 +114,7 @@ class DeltaVersionTrigger(BaseTrigger):
         self.storage_options = dict(storage_options) if storage_options else None
         self.poll_interval = float(poll_interval)
         self.end_time = end_time
+        self.table_id = table_id
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         """Classpath and every constructor argument."""
@@ -119,6 +128,7 @@ class DeltaVersionTrigger(BaseTrigger):
                 "storage_options": self.storage_options,
                 "poll_interval": self.poll_interval,
                 "end_time": self.end_time,
+                "table_id": self.table_id,
             },
         )
 
@@ -134,13 +144,14 @@ class DeltaVersionTrigger(BaseTrigger):
         while True:
             try:
                 result = await asyncio.to_thread(
-                    new_commits, location, self.after_version, self.operations, storage_options=options
+                    new_commits, location, self.after_version, self.operations, storage_options=options,
+                    table_id=self.table_id,
                 )
             except (DeltaError, OSError) as err:
                 yield _error_event(err, location)
                 return
             if result.has_new_version:
-                yield TriggerEvent({"status": "success", **_event_payload(result)})
+                yield TriggerEvent({"status": "success", **event_payload(result)})
                 return
             if self.end_time is not None and time.time() >= self.end_time:
                 yield TriggerEvent(
@@ -213,13 +224,14 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
             },
         )
 
-    async def _open_store(self) -> tuple[Any, int | None]:
-        """The asset state accessor (or None) and the watermark it holds."""
+    async def _open_store(self) -> tuple[Any, int | None, str | None]:
+        """The asset state accessor (or None), the watermark and the table id it holds."""
         store = getattr(self, "asset_state_store", None)
         if store is None:
-            return None, None
+            return None, None, None
         try:
             stored = await store.aget(WATERMARK_KEY)
+            stored_id = await store.aget(TABLE_ID_KEY)
         except ValueError as err:
             if _MULTI_ASSET_ERROR not in str(err):
                 raise
@@ -228,26 +240,35 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
                 "the table's current version.",
                 self.table,
             )
-            return None, None
-        return store, int(stored) if stored is not None else None
+            return None, None, None
+        return store, int(stored) if stored is not None else None, str(stored_id) if stored_id else None
+
+    async def _start(self, location: str, options: dict[str, str]) -> tuple[Any, int, str | None]:
+        """The state store, the watermark and the table id to start from (waits for a readable log)."""
+        store, watermark, table_id = await self._open_store()
+        if watermark is None:
+            watermark = self.start_version
+        while watermark is None or (table_id is None and watermark >= 0):
+            try:
+                if watermark is None:
+                    watermark = await asyncio.to_thread(current_version, location, storage_options=options)
+                if watermark >= 0:
+                    table_id = await asyncio.to_thread(current_table_id, location, storage_options=options)
+                break
+            except (DeltaError, OSError) as err:
+                self.log.error("Cannot read table %s: %s; retrying in %ss", location, err, self.poll_interval)
+                await asyncio.sleep(self.poll_interval)
+        return store, watermark, table_id
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Poll forever; yield one event per batch of new versions."""
         location, options = await asyncio.to_thread(_resolve, self.table, self.delta_conn_id, None)
-        store, watermark = await self._open_store()
-        if watermark is None:
-            watermark = self.start_version
-        while watermark is None:
-            try:
-                watermark = await asyncio.to_thread(current_version, location, storage_options=options)
-            except (DeltaError, OSError) as err:
-                self.log.error("Cannot read table %s: %s; retrying in %ss", location, err, self.poll_interval)
-                await asyncio.sleep(self.poll_interval)
+        store, watermark, table_id = await self._start(location, options)
         self.log.info("Watching %s for versions after %s", location, watermark)
         while True:
             try:
                 result = await asyncio.to_thread(
-                    new_commits, location, watermark, self.operations, storage_options=options
+                    new_commits, location, watermark, self.operations, storage_options=options, table_id=table_id
                 )
             except (DeltaError, OSError) as err:
                 self.log.error("Cannot read table %s: %s; retrying in %ss", location, err, self.poll_interval)
@@ -255,8 +276,11 @@ class DeltaCommitEventTrigger(BaseEventTrigger):
             if result is not None and result.latest_version is not None and result.latest_version != watermark:
                 # Advance past non-matching commits too, so they are never scanned again.
                 watermark = result.latest_version
+                table_id = result.table_id or table_id
                 if store is not None:
                     await store.aset(WATERMARK_KEY, watermark)
+                    if table_id is not None:
+                        await store.aset(TABLE_ID_KEY, table_id)
                 if result.has_new_version:
-                    yield TriggerEvent({"status": "success", **_event_payload(result)})
+                    yield TriggerEvent({"status": "success", **event_payload(result)})
             await asyncio.sleep(self.poll_interval)

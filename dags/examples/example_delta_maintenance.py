@@ -1,12 +1,14 @@
-"""Example (2): periodic maintenance, a checkpoint of each table every hour, on Spark.
+"""Example (2): periodic maintenance, a checkpoint of every table each hour, in one task.
 
 Tables come from the Airflow Variable ``delta_maintenance_tables`` or the environment variable
 ``DELTA_MAINTENANCE_TABLES`` (a comma-separated list of paths/URIs, or bare names under the
 ``delta_default`` connection's base path), so a demo or a test can point the DAG at a temporary folder.
+A table that does not exist yet is reported as skipped, not failed (``skip_missing``).
 
-The Spark master comes from the ``spark_default`` connection, e.g.
-``AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[2]"}'`` (without it: ``local[*]``).
-Run it once with ``airflow dags test example_delta_maintenance``.
+A checkpoint moves no data, so by default the job runs in the task's process (engine ``local``, no
+JVM). ``DELTA_MAINTENANCE_ENGINE=spark`` runs it through spark-submit instead, on the master of the
+``spark_default`` connection, e.g. ``AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[2]"}'``
+(without it: ``local[*]``). Run it once with ``airflow dags test example_delta_maintenance``.
 """
 
 from __future__ import annotations
@@ -27,11 +29,6 @@ def maintenance_tables() -> list[str]:
     return [t.strip() for t in raw.split(",") if t.strip()]
 
 
-def _task_id(table: str) -> str:
-    name = table.rstrip("/").rsplit("/", 1)[-1]
-    return "checkpoint_" + "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-
-
 # [START howto_operator_delta_checkpoint]
 with DAG(
     dag_id="example_delta_maintenance",
@@ -42,6 +39,14 @@ with DAG(
     default_args={"retries": 2, "retry_delay": timedelta(minutes=1)},
     tags=["example", "delta"],
 ) as dag:
-    for table in maintenance_tables():
-        DeltaCheckpointOperator(task_id=_task_id(table), table=table, cleanup_log=True)
+    tables = maintenance_tables()
+    if tables:
+        # One job for every table: one result per table, and a failing table does not stop the others.
+        DeltaCheckpointOperator(
+            task_id="checkpoint_tables",
+            tables=tables,
+            cleanup_log=True,
+            skip_missing=True,
+            engine="spark" if os.environ.get("DELTA_MAINTENANCE_ENGINE") == "spark" else "local",
+        )
 # [END howto_operator_delta_checkpoint]

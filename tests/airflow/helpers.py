@@ -53,13 +53,24 @@ def ti_state(dag_id: str, task_id: str) -> str | None:
 
 
 class CommitWhen(threading.Thread):
-    """Commit to ``path`` from another thread once ``condition()`` holds (a real concurrent writer)."""
+    """Commit to ``path`` from another thread once ``condition()`` holds (a real concurrent writer).
 
-    def __init__(self, path: str, condition: Callable[[], bool], *, timeout: float = 60) -> None:
+    ``action(path)`` is the change (default: one append); it returns the new version.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        condition: Callable[[], bool],
+        *,
+        timeout: float = 60,
+        action: Callable[[str], int] | None = None,
+    ) -> None:
         super().__init__(daemon=True)
         self.path = path
         self.condition = condition
         self.timeout = timeout
+        self.action = action or append
         self.version: int | None = None
         self.error: BaseException | None = None
 
@@ -70,7 +81,7 @@ class CommitWhen(threading.Thread):
                 if time.monotonic() > deadline:
                     raise TimeoutError("condition never held")
                 time.sleep(0.2)
-            self.version = append(self.path)
+            self.version = self.action(self.path)
         except Exception as err:  # noqa: BLE001 - reported by the test
             self.error = err
 
@@ -88,3 +99,20 @@ def xcom_value(dag_id: str, run_id: str, task_id: str, key: str = "return_value"
             )
         )
     return XComModel.deserialize_value(type("X", (), {"value": value})()) if value is not None else None
+
+
+def recreate(path: str, appends: int = 3) -> int:
+    """Drop the table and create a new one at the same path with ``appends`` commits.
+
+    The old folder is moved away and the new table moved in (two renames), so a sensor polling
+    meanwhile sees the table, then no table, then the new one, never a half-deleted folder.
+    """
+    import os
+    import shutil
+
+    staging = f"{path}.new"
+    version = make_table(staging, appends=appends).version
+    os.rename(path, f"{path}.old")
+    os.rename(staging, path)
+    shutil.rmtree(f"{path}.old")
+    return version

@@ -21,7 +21,7 @@ from airflow_provider_delta.operators.delta import (
     app_transaction_id,
     raise_for_result,
 )
-from airflow_provider_delta.policies.conflicts import DeltaConflictError
+from airflow_provider_delta.policies.conflicts import DeltaConflictError, DeltaJobError
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.protocol import JobResult
 
@@ -109,7 +109,9 @@ def test_only_write_jobs_carry_an_app_transaction() -> None:
     ti = SimpleNamespace(dag_id="d", task_id="t", run_id="r", map_index=-1)
     write = DeltaSparkJobOperator(task_id="t", job="write", table="/t", job_options={"rows": []})
     checkpoint = DeltaCheckpointOperator(task_id="t", table="/t")
-    off = DeltaSparkJobOperator(task_id="t", job="write", table="/t", idempotent=False)
+    off = DeltaSparkJobOperator(
+        task_id="t", job="write", table="/t", job_options={"rows": []}, idempotent=False
+    )
     assert (
         write.build_spec({"ti": ti}, "/t", {}).app_id,
         write.build_spec({"ti": ti}, "/t", {}).app_version,
@@ -136,14 +138,19 @@ def error_result(type_name: str, action: str = "retry") -> JobResult:
             {"overrides": {"ConcurrentAppendException": "skip"}},
             AirflowSkipException,
         ),
-        ("FileNotFoundError", {}, AirflowException),
+        ("FileNotFoundError", {}, AirflowFailException),  # permanent
         ("JobSpecError", {}, AirflowFailException),
+        ("PredicateError", {}, AirflowFailException),
+        ("TimeoutError", {}, DeltaJobError),  # transient: in-job retries ran out, Airflow retries
+        ("RuntimeError", {}, DeltaJobError),  # unknown: Airflow retries
     ],
 )
 def test_failed_results_map_to_airflow_exceptions(type_name: str, policy: dict, expected: type) -> None:
-    with pytest.raises(expected, match=type_name if type_name != "JobSpecError" else "boom") as info:
+    with pytest.raises(expected, match=type_name) as info:
         raise_for_result(error_result(type_name), ConflictPolicy.from_dict(policy), location="/t")
-    if expected in (AirflowException, DeltaConflictError):  # Airflow's retries apply: not fail, not skip
+    assert str(info.value).count("boom") == 1
+    assert ("conflict" in str(info.value)) == (expected is DeltaConflictError or "Concurrent" in type_name)
+    if expected in (AirflowException, DeltaConflictError, DeltaJobError):  # Airflow's retries apply
         assert not isinstance(info.value, (AirflowFailException, AirflowSkipException))
     raise_for_result(
         JobResult(status="success", job="write", table="/t", version=1), ConflictPolicy(), location="/t"

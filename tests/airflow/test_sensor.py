@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from tests.airflow.helpers import CommitWhen, append, make_table, ti_state, xcom_value
+from tests.airflow.helpers import CommitWhen, append, make_table, recreate, ti_state, xcom_value
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -101,7 +101,18 @@ def test_bad_after_version_fails_clearly(tmp_path: Path):
         _sensor(table=str(tmp_path / "t"), after_version="latest").poke({})
 
 
-def _run_mode_dag(dag_attr: str, path: str, monkeypatch: pytest.MonkeyPatch, waiting_state: str):
+def _forget_runs(dag_id: str) -> None:
+    from airflow.models.dagrun import DagRun
+    from airflow.utils.session import create_session
+    from sqlalchemy import delete
+
+    with create_session() as session:
+        session.execute(delete(DagRun).where(DagRun.dag_id == dag_id))
+
+
+def _run_mode_dag(
+    dag_attr: str, path: str, monkeypatch: pytest.MonkeyPatch, waiting_state: str | None, action=None
+):
     monkeypatch.setenv("DELTA_TEST_SENSOR_TABLE", path)
     sys.modules.pop("delta_sensor_modes", None)
     monkeypatch.syspath_prepend(str(__import__("tests.airflow_support").airflow_support.TEST_DAGS_FOLDER))
@@ -110,12 +121,15 @@ def _run_mode_dag(dag_attr: str, path: str, monkeypatch: pytest.MonkeyPatch, wai
     import airflow.models.dagrun
     import airflow.serialization.serialized_objects  # noqa: F401 - imports would deadlock with dag.test()'s
 
+    _forget_runs(dag.dag_id)  # another test may have run the same DAG in this session's database
     assert ti_state(dag.dag_id, "wait") is None  # also imports what the writer thread needs
-    writer = CommitWhen(path, lambda: ti_state(dag.dag_id, "wait") == waiting_state)
-    writer.start()
+    writer = CommitWhen(path, lambda: ti_state(dag.dag_id, "wait") == waiting_state, action=action)
+    if waiting_state is not None:
+        writer.start()
     run = dag.test()
-    writer.join(timeout=5)
-    assert writer.error is None
+    if waiting_state is not None:
+        writer.join(timeout=5)
+        assert writer.error is None
     return dag, run, writer
 
 
@@ -143,3 +157,36 @@ def test_commit_during_a_deferred_wait_fires_the_sensor(tmp_path: Path, monkeypa
     out = xcom_value(dag.dag_id, run.run_id, "wait")
     assert (out["previous_version"], out["version"], writer.version) == (0, 1, 1)
     assert out["commits"][0]["operation"] == "WRITE"
+
+
+@pytest.mark.system
+@pytest.mark.usefixtures("airflow_db")
+@pytest.mark.parametrize(("dag_attr", "waiting_state"), [("dag_r", "up_for_reschedule"), ("dag_d", "deferred")])
+def test_a_table_recreated_past_the_baseline_is_reported_as_recreated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dag_attr: str, waiting_state: str
+):
+    """Dropped and created again with more versions than the baseline: not "new commits 2..3" of the
+    old table (a CDF export of that range would read another table) but a recreated table from 0."""
+    path = str(tmp_path / "t")
+    old_id = make_table(path, appends=1).snapshot.metadata.id  # the sensor's baseline: version 1
+    dag, run, writer = _run_mode_dag(dag_attr, path, monkeypatch, waiting_state, action=recreate)
+    assert str(run.state) == "success"
+    out = xcom_value(dag.dag_id, run.run_id, "wait")
+    assert writer.version == 3
+    assert DeltaTable(path).snapshot.metadata.id != old_id
+    assert out["recreated"] is True
+    assert (out["previous_version"], out["start_version"], out["end_version"]) == (None, 0, 3)
+    assert out["table_id"] == DeltaTable(path).snapshot.metadata.id
+
+
+@pytest.mark.system
+@pytest.mark.usefixtures("airflow_db")
+def test_poke_mode_pushes_at_most_100_commit_summaries(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = str(tmp_path / "t")
+    make_table(path, appends=136)
+    dag, run, _ = _run_mode_dag("dag_p", path, monkeypatch, None)
+    assert str(run.state) == "success"
+    out = xcom_value(dag.dag_id, run.run_id, "wait")
+    assert (out["start_version"], out["end_version"], out["commit_count"]) == (1, 136, 136)
+    assert out["commits_truncated"] is True
+    assert [c["version"] for c in out["commits"]] == list(range(37, 137))  # the newest 100

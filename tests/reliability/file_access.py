@@ -1,8 +1,9 @@
 """Record every file the engine opens or deletes while a block runs (in this process).
 
-Wraps what ``core/storage.py`` and the deletion-vector reader reach the file system through: the
-``open`` of log files, pyarrow's local file system (a subclass, so the engine's local-file code
-paths stay the same) for data, checkpoint and change files, and the deletion-vector file opener.
+Wraps what ``core/storage/local.py`` and the deletion-vector reader reach the file system through:
+the ``open`` of log files, ``pyarrow.OSFile`` (data, checkpoint and change files), pyarrow's local
+file system (a subclass, so the engine's local-file code paths stay the same), and the
+deletion-vector file opener.
 """
 
 from __future__ import annotations
@@ -11,11 +12,12 @@ import contextlib
 import os
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
 import airflow_provider_delta.core.read.deletion_vectors as dv_module
-import airflow_provider_delta.core.storage as storage_module
+import airflow_provider_delta.core.storage.local as storage_module
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -54,6 +56,18 @@ class _Pafs:
         return fs
 
 
+class _Pa:
+    def __init__(self, touched: list[str]) -> None:
+        self.touched = touched
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(pa, name)
+
+    def OSFile(self, path: str, mode: str = "r") -> Any:
+        self.touched.append(path)
+        return pa.OSFile(path, mode)
+
+
 @contextlib.contextmanager
 def record_file_access() -> Iterator[list[str]]:
     """Yield the list of paths opened or deleted through the engine's storage while the block runs."""
@@ -72,6 +86,7 @@ def record_file_access() -> Iterator[list[str]]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(storage_module, "open", recording_open, raising=False)
         mp.setattr(storage_module, "pafs", _Pafs(touched))
+        mp.setattr(storage_module, "pa", _Pa(touched))
         mp.setattr(dv_module, "_default_open", recording_dv_open)
         yield touched
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.fs as pafs
 
-import airflow_provider_delta.core.storage as storage_module
+import airflow_provider_delta.core.storage.local as storage_module
 
 if TYPE_CHECKING:
     from multiprocessing.connection import Connection
@@ -278,6 +278,20 @@ class _Pafs:
         return pafs.PyFileSystem(_TracedHandler())
 
 
+class _Pa:
+    """``pyarrow`` as core/storage/local.py sees it: ``OSFile`` for writing (data files) is traced."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(pa, name)
+
+    @staticmethod
+    def OSFile(path: str, mode: str = "r") -> Any:
+        if "w" not in mode:
+            return pa.OSFile(path, mode)
+        steps().step("create", path)
+        return pa.PythonFile(_TracedStream(pa.OSFile(path, mode), path), mode="w")
+
+
 def install(root: str, *, stop_at: int | None = None, conn: Connection | None = None) -> None:
     """Number the storage steps of this process (a child's) for the table at ``root``."""
     global _STEPS
@@ -285,3 +299,4 @@ def install(root: str, *, stop_at: int | None = None, conn: Connection | None = 
     storage_module.open = _open  # type: ignore[attr-defined]
     storage_module.os = _Os()  # type: ignore[assignment]
     storage_module.pafs = _Pafs()  # type: ignore[assignment]
+    storage_module.pa = _Pa()  # type: ignore[assignment]

@@ -87,3 +87,23 @@ def overwrite_part_a_spec_options() -> dict[str, Any]:
         "rows": [{"id": 7, "part": "a"}],
         "isolation_level": "Serializable",
     }
+
+
+def orphan_files(location: Path) -> set[str]:
+    """Data and change files on disk that no commit in the log ever added: what a failed attempt left."""
+    import json
+    from urllib.parse import unquote
+
+    logged: set[str] = set()
+    for commit in (location / "_delta_log").glob("*.json"):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            for key in ("add", "cdc"):
+                if key in action:
+                    logged.add(unquote(action[key]["path"]))
+    on_disk = {
+        str(p.relative_to(location))
+        for p in location.rglob("*.parquet")
+        if "_delta_log" not in p.relative_to(location).parts
+    }
+    return on_disk - logged

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import pyarrow as pa
 
-from airflow_provider_delta.core.actions import CommitInfo, Metadata, action_to_dict
+from airflow_provider_delta.core.actions import CommitInfo, Metadata, Protocol, action_to_dict
 from airflow_provider_delta.core.change_data import check_cdf_columns
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.properties import minimal_protocol, required_features, validate_properties
@@ -23,6 +23,7 @@ from airflow_provider_delta.core.schema.arrow import from_arrow_schema
 from airflow_provider_delta.core.schema.mapping import assign_column_mapping, column_mapping_mode
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.session import write_defaults
+from airflow_provider_delta.core.snapshot import Snapshot
 from airflow_provider_delta.core.transaction.commit import ENGINE_INFO
 from airflow_provider_delta.exceptions import SchemaError, TableAlreadyExistsError
 
@@ -31,7 +32,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.storage import Storage
 
-__all__ = ["create_table"]
+__all__ = ["create_table", "plan_table", "table_before_creation"]
 
 
 def _as_struct(schema: StructType | pa.Schema) -> StructType:
@@ -42,8 +43,7 @@ def _as_struct(schema: StructType | pa.Schema) -> StructType:
     raise SchemaError(f"Cannot create table: schema must be a StructType or pyarrow.Schema, found {type(schema)!r}")
 
 
-def create_table(
-    storage: Storage,
+def plan_table(
     location: str,
     schema: StructType | pa.Schema,
     *,
@@ -51,14 +51,15 @@ def create_table(
     properties: Mapping[str, Any] | None = None,
     name: str | None = None,
     description: str | None = None,
-) -> int:
-    """Write version 0 of a new table with the smallest protocol its features need.
+) -> tuple[Protocol, Metadata]:
+    """The protocol and metadata of a new table (nothing is written).
 
     Raises:
-        TableAlreadyExistsError: ``location`` already holds a Delta table.
         SchemaError: partition columns are not in the schema, or names clash.
         InvalidPropertyError: an unknown ``delta.*`` property or an invalid value.
+        UnsupportedFeatureError: the table would need a writer feature this engine lacks.
     """
+
     struct = _as_struct(schema)
     # Session defaults (Delta's spark.databricks.delta.properties.defaults.*) apply to new tables only,
     # and the creation's own properties win.
@@ -89,6 +90,46 @@ def create_table(
         description=description,
         created_time=int(time.time() * 1000),
     )
+    return protocol, metadata
+
+
+def table_before_creation(
+    storage: Storage,
+    location: str,
+    schema: StructType | pa.Schema,
+    *,
+    partition_by: Sequence[str] = (),
+    properties: Mapping[str, Any] | None = None,
+) -> Snapshot:
+    """A new table's state before version 0, for a command that creates it with its first commit.
+
+    A transaction on it commits version 0 with the protocol and metadata (see
+    :meth:`Snapshot.before_creation`); ``commands.write.write`` stages them itself.
+    """
+    protocol, metadata = plan_table(location, schema, partition_by=partition_by, properties=properties)
+    return Snapshot.before_creation(storage, location, protocol, metadata)
+
+
+def create_table(
+    storage: Storage,
+    location: str,
+    schema: StructType | pa.Schema,
+    *,
+    partition_by: Sequence[str] = (),
+    properties: Mapping[str, Any] | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> int:
+    """Write version 0 of a new table with the smallest protocol its features need.
+
+    Raises:
+        TableAlreadyExistsError: ``location`` already holds a Delta table.
+        SchemaError: partition columns are not in the schema, or names clash.
+        InvalidPropertyError: an unknown ``delta.*`` property or an invalid value.
+    """
+    protocol, metadata = plan_table(location, schema, partition_by=partition_by, properties=properties,
+                                    name=name, description=description)
+    partitions, configuration = list(metadata.partition_columns), dict(metadata.configuration)
     now = int(time.time() * 1000)
     info: dict[str, Any] = {
         "timestamp": now,

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["DeleteRows", "delete", "matches", "stage_delete"]
+__all__ = ["DeleteRows", "delete", "matches", "partition_matches", "stage_delete"]
 
 
 def matches(predicate: Expr, rows: pa.Table) -> pa.BooleanArray | pa.ChunkedArray:
@@ -65,7 +65,7 @@ class DeleteRows:
         return RowRewrite(keep, changes, {"numDeletedRows": hits, "numCopiedRows": keep.num_rows})
 
 
-def _partition_matches(snapshot: Snapshot, predicate: Expr, add: AddFile) -> bool:
+def partition_matches(snapshot: Snapshot, predicate: Expr, add: AddFile) -> bool:
     """Evaluate a partition-only predicate exactly on one file's partition values (errors propagate)."""
     mode = column_mapping_mode(snapshot.configuration)
     lowered = {c.lower() for c in snapshot.partition_columns}
@@ -100,7 +100,7 @@ def stage_delete(
     for add in files:
         if not partition_only:
             to_read.append(add)
-        elif predicate is None or _partition_matches(snapshot, predicate, add):
+        elif predicate is None or partition_matches(snapshot, predicate, add):
             txn.remove(add)
             removed += 1
             deleted += add.num_records or 0

@@ -71,7 +71,8 @@ def write(
     """Append ``data``, or overwrite the table (only the rows matching ``predicate``) with it.
 
     Args:
-        snapshot: the version the write reads (the newest, for a writer).
+        snapshot: the version the write reads (the newest, for a writer), or a new table's state before
+            its creation (``commands.create.table_before_creation``): then the write creates it.
         data: the rows, in the executor's form (a pyarrow Table for the local executor).
         mode: ``append`` or ``overwrite``.
         predicate: overwrite only: Delta's replaceWhere; every new row must satisfy it.
@@ -96,6 +97,8 @@ def write(
     executor = executor or LocalExecutor()
     params: dict[str, Any] = {"mode": mode.capitalize(), "partitionBy": list(snapshot.partition_columns)}
     txn = Transaction(snapshot, operation="WRITE", operation_parameters=params, isolation_level=isolation_level)
+    if snapshot.is_new_table:  # created by this write: version 0 holds the table and its first rows
+        txn.update_protocol(snapshot.protocol).update_metadata(snapshot.metadata)
     if app_id is not None and app_version is not None:
         done = txn.app_transaction_version(app_id)
         if done is not None and done >= app_version:
@@ -134,18 +137,26 @@ def _overwrite(
     refuse_if_append_only(snapshot.metadata, snapshot.location, "WRITE", snapshot.version)
     # lazy: replaceWhere needs the expression engine (sqlglot, ~0.2 s); appends and full overwrites do not
     from airflow_provider_delta.core.commands.delete import bound_predicate, operation_predicate, stage_delete
-    from airflow_provider_delta.core.expressions import predicate_text
+    from airflow_provider_delta.core.expressions import is_partition_only, predicate_text
 
     bound = bound_predicate(snapshot, predicate)
     txn.operation_parameters["predicate"] = operation_predicate(predicate)
-    # The new rows first: one outside the predicate fails the write before any old file is rewritten.
-    adds = executor.write_files(target, data, require=bound, require_text=predicate_text(predicate))
+    files = txn.read_files(bound)
     changes: list[ChangeRows] | None = [] if cdf_enabled(snapshot.configuration) else None
-    metrics = stage_delete(txn, snapshot, bound, txn.read_files(bound), executor, changes=changes)
+    # Delta's replaceWhere on data columns: when the removal writes change rows, the new rows are
+    # recorded too (tagged insert), because a commit with cdc files is read from them only. Only a
+    # row-level removal can write change rows; then the new rows are taken once for both.
+    row_level = bool(files) and not is_partition_only(bound, snapshot.partition_columns)
+    # The new rows first: one outside the predicate fails the write before any old file is rewritten.
+    text = predicate_text(predicate)
+    inserts: list[ChangeRows] = []
+    if changes is not None and row_level:
+        adds, inserts = executor.write_files_and_changes(target, data, "insert", require=bound, require_text=text)
+    else:
+        adds = executor.write_files(target, data, require=bound, require_text=text)
+    metrics = stage_delete(txn, snapshot, bound, files, executor, changes=changes)
     if changes:
-        # Delta's replaceWhere on data columns: when the removal wrote change rows, the new rows are
-        # recorded too (tagged insert), because a commit with cdc files is read from them only.
-        changes.extend(executor.change_rows(target, data, "insert"))
+        changes.extend(inserts)
         txn.add_cdc(*executor.write_changes(target, changes))
     return adds, {**metrics, **metrics_for_adds(adds)}
 

@@ -8,9 +8,15 @@ step that touches rows to an :class:`Executor`:
 - ``rewrite_files``: read these files, pass each one's live rows through a :data:`FileRewrite`
   function, write what it keeps as new data files, and return the actions and counters;
 - ``change_rows`` / ``write_changes``: these rows as change data of one kind; write collected change
-  rows as ``_change_data`` files and return their ``cdc`` actions;
+  rows as ``_change_data`` files and return their ``cdc`` actions (``write_files_and_changes``: data
+  files and change rows from one pass over the rows);
 - ``read_files``: these files' live rows as Arrow (the MERGE target);
-- ``data_schema``: the Arrow schema of the rows an engine was given (for schema evolution).
+- ``rewrite_bins``: read each bin's files, arrange their rows with a :data:`BinLayout` (one file, or
+  Z-ordered files of a target size) and write them with ``dataChange=false`` (OPTIMIZE, REORG);
+- ``delete_files``: delete files of the table (VACUUM), reporting what could not be deleted;
+- ``data_schema``: the Arrow schema of the rows an engine was given (for schema evolution);
+- ``merge``: a planned MERGE's row work with the engine's own join (Spark), or None: the command then
+  joins in this process with pyarrow over ``read_files`` / ``write_files`` / ``write_changes``.
 
 :class:`~airflow_provider_delta.core.executor.local.LocalExecutor` does all of it with pyarrow on the
 engine's thread pool. The Spark executor (``airflow_provider_delta.spark``) does it in Spark tasks,
@@ -32,11 +38,22 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.change_data import ChangeType
+    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
-__all__ = ["ChangeRows", "Executor", "FileRewrite", "RewriteResult", "RowRewrite"]
+__all__ = [
+    "BinLayout",
+    "ChangeRows",
+    "DeleteOutcome",
+    "Executor",
+    "FileRewrite",
+    "RewriteResult",
+    "RowRewrite",
+    "delete_paths",
+]
 
 ChangeRows = Any
 """Change rows an executor holds until :meth:`Executor.write_changes`: an Arrow table tagged with
@@ -62,6 +79,40 @@ class FileRewrite(Protocol):
     """Turn one file's live rows into a :class:`RowRewrite`, or None to leave the file as it is."""
 
     def __call__(self, add: AddFile, rows: pa.Table, /) -> RowRewrite | None: ...
+
+
+class BinLayout(Protocol):
+    """Arrange the live rows of one bin (its files' rows, in file order) into the tables to write, one file each."""
+
+    def __call__(self, files: Sequence[AddFile], rows: pa.Table, /) -> list[pa.Table]: ...
+
+
+@dataclass
+class DeleteOutcome:
+    """What ``delete_files`` did: the paths deleted (absent ones count) and the failures by path."""
+
+    deleted: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+    def merge(self, other: DeleteOutcome) -> None:
+        """Fold another outcome into this one."""
+        self.deleted.extend(other.deleted)
+        self.failed.update(other.failed)
+
+
+def delete_paths(storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
+    """Delete files one by one: a file already gone counts as deleted, other errors are reported."""
+    outcome = DeleteOutcome()
+    for path in paths:
+        try:
+            storage.delete(path)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            outcome.failed[path] = f"{type(err).__name__}: {err}"
+            continue
+        outcome.deleted.append(path)
+    return outcome
 
 
 @dataclass
@@ -113,8 +164,40 @@ class Executor(ABC):
         """Rewrite ``files`` through ``rewrite``; keep its change rows when ``record_changes``."""
 
     @abstractmethod
+    def rewrite_bins(
+        self, target: WriteTarget, bins: Sequence[Sequence[AddFile]], layout: BinLayout
+    ) -> list[list[AddFile]]:
+        """Rewrite each bin's live rows through ``layout`` as new files (``dataChange=false``).
+
+        Returns:
+            The ``add`` actions written for each bin, in the order of ``bins`` (empty for a bin
+            without live rows).
+        """
+
+    @abstractmethod
+    def delete_files(self, storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
+        """Delete ``paths`` (relative to ``storage``'s root); never raises for a single file's failure."""
+
+    @abstractmethod
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """``data`` (rows about to be written) as change rows of kind ``change_type``."""
+
+    def write_files_and_changes(
+        self,
+        target: WriteTarget,
+        data: Any,
+        change_type: ChangeType,
+        *,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> tuple[list[AddFile], list[ChangeRows]]:
+        """``write_files`` and ``change_rows`` of the same rows; an engine may take the rows only once.
+
+        The default takes them twice (free for rows in memory); an engine whose rows are computed on
+        demand (a Spark DataFrame) writes both from one pass, so both hold exactly the same rows.
+        """
+        adds = self.write_files(target, data, require=require, require_text=require_text)
+        return adds, self.change_rows(target, data, change_type)
 
     @abstractmethod
     def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
@@ -128,3 +211,17 @@ class Executor(ABC):
 
         Deletion vectors applied, partition columns included, logical names of ``target.schema``.
         """
+
+    def merge(self, job: MergeJob) -> MergeOutcome | None:
+        """Do a planned MERGE's row work with this engine's own join, or return None.
+
+        None (the default, and the local executor's answer) means the engine has no join of its own:
+        the MERGE command then reads the candidate files, joins and runs the clauses with pyarrow in
+        this process, and writes through :meth:`read_files`, :meth:`write_files` and
+        :meth:`write_changes`. An engine that joins (Spark) returns the files it removed and wrote.
+
+        Raises:
+            MergeError: a value does not fit its column.
+            MergeMultipleMatchError: several source rows would update or delete one target row.
+        """
+        return None

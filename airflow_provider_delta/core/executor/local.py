@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_provider_delta.core.executor.base import Executor, RewriteResult
-from airflow_provider_delta.core.parallel import run_parallel
-from airflow_provider_delta.core.read.scan import read_add_file
+from airflow_provider_delta.core.executor.base import DeleteOutcome, Executor, RewriteResult, delete_paths
+from airflow_provider_delta.core.parallel import MAX_THREADS, run_parallel
+from airflow_provider_delta.core.read.scan import add_file_reader, read_add_file
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
@@ -27,12 +27,13 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.executor.base import ChangeRows, FileRewrite
+    from airflow_provider_delta.core.executor.base import BinLayout, ChangeRows, FileRewrite
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
+    from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
-__all__ = ["LocalExecutor"]
+__all__ = ["LocalExecutor", "rewrite_bin"]
 
 
 class LocalExecutor(Executor):
@@ -73,6 +74,23 @@ class LocalExecutor(Executor):
                 result.changes.extend(outcome.changes)
         return result
 
+    def rewrite_bins(
+        self, target: WriteTarget, bins: Sequence[Sequence[AddFile]], layout: BinLayout
+    ) -> list[list[AddFile]]:
+        """Rewrite the bins on the shared pool (one bin per job; a single bin reads its files in parallel)."""
+        return run_parallel(lambda files: rewrite_bin(target, files, layout), bins)
+
+    def delete_files(self, storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
+        """Delete on the shared pool, in a few chunks per thread (I/O bound: the GIL is released)."""
+        outcome = DeleteOutcome()
+        if not paths:
+            return outcome
+        size = max(1, -(-len(paths) // (MAX_THREADS * 4)))
+        chunks = [paths[i : i + size] for i in range(0, len(paths), size)]
+        for part in run_parallel(lambda chunk: delete_paths(storage, chunk), chunks):
+            outcome.merge(part)
+        return outcome
+
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """The rows, conformed to the table's schema, tagged ``change_type``."""
         return [tag_changes(conform_to_table(_as_table(data), target.schema), change_type)]
@@ -94,6 +112,25 @@ class LocalExecutor(Executor):
             return conform_to_table(rows, schema) if schema is not None and schema != target.schema else rows
 
         return run_parallel(read, files)
+
+
+def rewrite_bin(target: WriteTarget, files: Sequence[AddFile], layout: BinLayout) -> list[AddFile]:
+    """Read one bin's live rows (files in parallel unless already on a pool thread), arrange, write.
+
+    Each table ``layout`` returns becomes one file, with ``dataChange=false``. Shared with the Spark
+    executor's tasks.
+    """
+    parts = run_parallel(add_file_reader(target), files)
+    rows = pa.concat_tables(parts) if parts else pa.table({})
+    if rows.num_rows == 0:
+        return []
+    # One chunk per column: Parquet writes a table of many small chunks about 3x slower.
+    rows = rows.combine_chunks()
+    added: list[AddFile] = []
+    for chunk in layout(files, rows):
+        if chunk.num_rows:
+            added += write_rows(target, chunk, data_change=False, target_file_rows=chunk.num_rows)
+    return added
 
 
 def _as_table(data: Any) -> pa.Table:

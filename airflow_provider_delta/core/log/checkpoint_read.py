@@ -16,7 +16,6 @@ import numpy as np
 import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from airflow_provider_delta.core.actions import (
@@ -241,20 +240,19 @@ def _to_json_like(value: Any) -> Any:
     return value
 
 
-def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) -> Iterator[pa.Table]:
+def _read_parquet(
+    storage: Storage, relative_path: str, columns: Iterable[str], size: int | None = None
+) -> Iterator[pa.Table]:
     """The wanted columns of a checkpoint file, a few thousand rows at a time (keeps peak memory low).
 
     A local file is read through a small buffer, page by page, instead of pre-buffering whole column
     chunks (tens of MB for the stats of a large checkpoint). On an object store a request per buffer
     would be slow, so there each row group is fetched in one coalesced read.
     """
-    path = storage.resolve(relative_path)
-    fs = storage.arrow_filesystem()
-    local = isinstance(fs, pafs.LocalFileSystem)
+    local = not storage.lists_cheaply
     try:
-        pf = pq.ParquetFile(
-            path, filesystem=fs, buffer_size=_LOCAL_READ_BUFFER if local else 0, pre_buffer=not local
-        )
+        source = storage.open_input_file(relative_path, size=size)
+        pf = pq.ParquetFile(source, buffer_size=_LOCAL_READ_BUFFER if local else 0, pre_buffer=not local)
     except FileNotFoundError:
         raise LogCorruptedError(f"Cannot read checkpoint file {relative_path!r}: it does not exist",
                                 path=relative_path) from None
@@ -276,8 +274,9 @@ def _read_parquet(storage: Storage, relative_path: str, columns: Iterable[str]) 
         wanted += [f"{name}.{sub}" for sub in subfields if sub in present]
     pool = pa.default_memory_pool()
     # Single-threaded decoding: per-thread allocator caches would otherwise each keep a batch's pages.
-    for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=wanted, use_threads=False):
-        yield pa.Table.from_batches([batch])
+    with source:
+        for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=wanted, use_threads=False):
+            yield pa.Table.from_batches([batch])
         del batch
         # Hand decoded pages back now: the allocator would otherwise keep them as the peak grows.
         pool.release_unused()
@@ -343,7 +342,7 @@ def apply_checkpoint(state: ReplayState, storage: Storage, ref: CheckpointRef) -
                                         version=ref.version, path=lf.path) from None
             sidecars += _apply_json_checkpoint(state, data, lf.path)
         else:
-            for part in _read_parquet(storage, lf.path, _ACTION_COLUMNS):
+            for part in _read_parquet(storage, lf.path, _ACTION_COLUMNS, lf.size or None):
                 sidecars += _apply_parquet(state, part, ref.version)
     for sidecar in sidecars:
         # PROTOCOL.md "Sidecar File Information": relative paths are under _delta_log/_sidecars.

@@ -126,10 +126,11 @@ def _referenced_sidecars(storage: Storage, lf: LogFile) -> set[str]:
                 if isinstance(sidecar, dict) and isinstance(sidecar.get("path"), str):
                     names.add(_sidecar_name(sidecar["path"]))
         return names
-    pf = pq.ParquetFile(storage.resolve(lf.path), filesystem=storage.arrow_filesystem())
-    if "sidecar" not in pf.schema_arrow.names:
-        return set()
-    column = pf.read(columns=["sidecar"]).column("sidecar").combine_chunks()
+    with storage.open_input_file(lf.path, size=lf.size or None) as source:
+        pf = pq.ParquetFile(source)
+        if "sidecar" not in pf.schema_arrow.names:
+            return set()
+        column = pf.read(columns=["sidecar"]).column("sidecar").combine_chunks()
     paths = column.field("path").to_pylist() if isinstance(column, pa.StructArray) else []
     return {_sidecar_name(p) for p in paths if p}
 

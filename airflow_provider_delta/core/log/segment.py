@@ -1,14 +1,16 @@
 """Which log files make up a version: the newest usable checkpoint plus the commits after it.
 
-Two ways to find them. The fast way trusts ``_last_checkpoint`` and probes for the commits after it
-(a handful of existence checks, galloping then bisecting), so its cost does not grow with the log's
-history. The safe way lists ``_delta_log``. The fast way falls back to the safe one whenever
-``_last_checkpoint`` is missing, corrupt, stale, or points past the version asked for.
+Two ways to find them. The fast way trusts ``_last_checkpoint`` and looks only at the files from its
+version on, so its cost does not grow with the log's history: on a local disk a handful of existence
+checks (galloping, then bisecting); on an object store, where a listing costs one request like an
+existence check, one LIST that starts after the checkpoint's version (``start_after``). The safe way
+lists all of ``_delta_log``. The fast way falls back to the safe one whenever ``_last_checkpoint`` is
+missing, corrupt, stale, or points past the version asked for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
@@ -23,6 +25,8 @@ from airflow_provider_delta.core.log.paths import (
 from airflow_provider_delta.exceptions import LogCorruptedError, TableNotFoundError, VersionNotFoundError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     from airflow_provider_delta.core.storage import Storage
 
 CheckpointKind = Literal["classic", "multipart", "v2"]
@@ -142,8 +146,36 @@ def list_log(storage: Storage) -> LogListing:
     return LogListing(commits, tuple(refs[v] for v in sorted(refs)))
 
 
+def list_from(storage: Storage, version: int) -> dict[str, int]:
+    """Names (-> size) of the log files of ``version`` and later: one LIST from that version on."""
+    # "<version:020d>" sorts before "<version>.json" and "<version>.checkpoint.parquet" (a prefix).
+    return {f.name: f.size for f in storage.list_dir(LOG_DIR, start_after=f"{version:020d}")}
+
+
+def _contiguous_from(names: dict[str, int], known: int) -> int:
+    version = known
+    while f"{version + 1:020d}.json" in names:
+        version += 1
+    return version
+
+
+def newest_from(storage: Storage, known: int) -> int | None:
+    """The newest contiguous commit version from ``known`` on; None when commit ``known`` is absent.
+
+    One LIST on storage that lists cheaply (object stores), else one or more existence checks.
+    """
+    if storage.lists_cheaply:
+        names = list_from(storage, known)
+        return _contiguous_from(names, known) if f"{known:020d}.json" in names else None
+    if storage.exists(commit_path(known + 1)):
+        return gallop_latest(storage, known + 1)
+    return known if storage.exists(commit_path(known)) else None
+
+
 def gallop_latest(storage: Storage, known: int) -> int:
     """The newest contiguous commit version at or after ``known`` (which exists), by probing."""
+    if storage.lists_cheaply:
+        return _contiguous_from(list_from(storage, known), known)
     step = 1
     low = known
     high = known + step
@@ -178,13 +210,25 @@ def _checkpoint_from_hint(storage: Storage, hint: dict[str, Any]) -> CheckpointR
     return CheckpointRef(version, "classic", (LogFile(f"{prefix}.checkpoint.parquet", "checkpoint", version),))
 
 
-def _hinted_checkpoint(storage: Storage, hint: dict[str, Any]) -> tuple[CheckpointRef, int] | None:
-    """The checkpoint ``_last_checkpoint`` names, if all its files exist, and the newest version after it."""
+def _hinted_checkpoint(
+    storage: Storage, hint: dict[str, Any]
+) -> tuple[CheckpointRef, int, Iterable[str] | None] | None:
+    """The checkpoint ``_last_checkpoint`` names, if all its files exist, the newest version after it,
+    and the log file names from the checkpoint on when they were listed (stores that list cheaply)."""
     checkpoint = _checkpoint_from_hint(storage, hint)
-    if checkpoint is None or not all(storage.exists(f.path) for f in checkpoint.files):
+    if checkpoint is None:
         return None
     start = checkpoint.version
-    return checkpoint, gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start
+    if storage.lists_cheaply:
+        names = list_from(storage, start)  # the checkpoint's files and the commits after it, at once
+        if not all(f.name in names for f in checkpoint.files):
+            return None
+        # The listing knows the sizes: reading the checkpoint then needs no HEAD.
+        files = tuple(replace(f, size=names[f.name]) for f in checkpoint.files)
+        return replace(checkpoint, files=files), _contiguous_from(names, start), names
+    if not all(storage.exists(f.path) for f in checkpoint.files):
+        return None
+    return checkpoint, gallop_latest(storage, start) if storage.exists(commit_path(start + 1)) else start, None
 
 
 def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
@@ -194,9 +238,9 @@ def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
     found = _hinted_checkpoint(storage, hint)
     if found is None:
         return None
-    checkpoint, latest = found
+    checkpoint, latest, listed = found
     if version is None:
-        _refuse_commits_beyond_a_gap(storage, latest)
+        _refuse_commits_beyond_a_gap(storage, latest, listed)
         version = latest
     elif version > latest:
         return None  # let the listing decide (and raise with the true bounds)
@@ -206,16 +250,21 @@ def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
     return LogSegment(version, checkpoint, commits)
 
 
-def _refuse_commits_beyond_a_gap(storage: Storage, latest: int) -> None:
+def _refuse_commits_beyond_a_gap(storage: Storage, latest: int, listed: Iterable[str] | None) -> None:
     """Probing finds the newest of the contiguous commits; a commit file after a missing one means a gap.
 
     Commits that appear meanwhile are contiguous (each writer puts the next version), so only a
-    version missing among the listed ones is a gap.
+    version missing among the listed ones is a gap. ``listed``: the names a listing from the
+    checkpoint on already gave (object stores), so no second request is made.
     """
+    if listed is not None:
+        names: Iterable[str] = listed
+    else:
+        names = (info.name for info in storage.list_dir(LOG_DIR, start_after=f"{latest:020d}.json"))
     newer = sorted(
         lf.version
-        for info in storage.list_dir(LOG_DIR, start_after=f"{latest:020d}.json")
-        if (lf := parse_log_name(info.name)) is not None and lf.kind == "commit" and lf.version > latest
+        for name in names
+        if (lf := parse_log_name(name)) is not None and lf.kind == "commit" and lf.version > latest
     )
     for expected, found in enumerate(newer, start=latest + 1):
         if found != expected:
@@ -297,7 +346,11 @@ def latest_version(storage: Storage, *, location: str = "") -> int:
     hint = read_last_checkpoint(storage)
     if hint is not None:
         start = int(hint["version"])
-        if storage.exists(commit_path(start)):
+        if storage.lists_cheaply:
+            names = list_from(storage, start)
+            if f"{start:020d}.json" in names:
+                return _contiguous_from(names, start)
+        elif storage.exists(commit_path(start)):
             return gallop_latest(storage, start)
         found = _hinted_checkpoint(storage, hint)
         if found is not None:

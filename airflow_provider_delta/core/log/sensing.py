@@ -12,11 +12,12 @@ Edge cases, decided here once:
 - **Log cleanup below the baseline** (older commits deleted after a checkpoint): irrelevant, only
   versions after the baseline are probed. New commits that were themselves cleaned up before we
   looked are listed in ``missing``; the version range is still reported.
-- **Table recreated** (its newest version is *lower* than the baseline, e.g. the folder was deleted
-  and the table created again): reported as new at once with ``recreated=True`` and the range
-  ``0..latest`` (``previous_version`` None), so downstream reloads everything instead of reading a
-  change range that no longer exists. A recreated table that has already passed the baseline
-  cannot be told apart from new commits.
+- **Table recreated** (the folder was deleted and the table created again): reported as new at once
+  with ``recreated=True`` and the range ``0..latest`` (``previous_version`` None), so downstream
+  reloads everything instead of reading a change range of another table. Found when the newest
+  version is lower than the baseline, or, given the baseline's ``table_id`` (``metaData.id``), when
+  the table's id differs: a recreated table that has already passed the baseline's version is not
+  mistaken for new commits. The id is read only when there are new versions (``log.identity``).
 - **Transient read errors** (I/O errors, timeouts) are retried a few times inside one call.
 - **Permanent errors** fail at once: ``NotADeltaTableError`` (files but no ``_delta_log``),
   ``PermissionError``, ``LogCorruptedError``.
@@ -36,9 +37,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
+from airflow_provider_delta.core.log.identity import read_table_id
 from airflow_provider_delta.core.log.paths import LOG_DIR, commit_path
-from airflow_provider_delta.core.log.segment import gallop_latest
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
+from airflow_provider_delta.core.log.segment import newest_from
 from airflow_provider_delta.core.storage import LocalStorage, storage_for
 from airflow_provider_delta.exceptions import DeltaError, NotADeltaTableError, TableNotFoundError
 
@@ -103,6 +105,7 @@ class NewCommits:
     operations: tuple[str, ...] | None = None
     recreated: bool = False
     missing: tuple[int, ...] = ()
+    table_id: str | None = None
 
     @property
     def has_new_version(self) -> bool:
@@ -130,6 +133,7 @@ class NewCommits:
             "start_version": self.start_version,
             "end_version": self.latest_version,
             "recreated": self.recreated,
+            "table_id": self.table_id,
             "operations": list(self.operations) if self.operations else None,
             "commits": [c.to_dict() for c in self.commits],
             "missing_versions": list(self.missing),
@@ -144,10 +148,11 @@ def _is_transient(err: BaseException) -> bool:
 
 def _probe_latest(storage: Storage, baseline: int) -> int | None:
     """The newest version, probing forward from ``baseline``; None when there is no table."""
-    if baseline >= 0 and storage.exists(commit_path(baseline + 1)):
-        return gallop_latest(storage, baseline + 1)
-    if baseline >= 0 and storage.exists(commit_path(baseline)):
-        return baseline
+    if baseline >= 0:
+        # One LIST from the baseline on an object store; two existence checks on a local disk.
+        found = newest_from(storage, baseline)
+        if found is not None:
+            return found
     # No baseline, or its commit is gone (cleanup past it, table deleted or recreated): ask the log,
     # which trusts _last_checkpoint and probes from there.
     try:
@@ -199,11 +204,14 @@ def _summary(storage: Storage, version: int) -> CommitSummary | None:
     )
 
 
-def _sense(storage: Storage, location: str, baseline: int, operations: tuple[str, ...] | None) -> NewCommits:
+def _sense(
+    storage: Storage, location: str, baseline: int, operations: tuple[str, ...] | None, known_id: str | None
+) -> NewCommits:
     latest = _probe_latest(storage, baseline)
     if latest is None or latest == baseline:
-        return NewCommits(location, baseline, latest, operations=operations)
-    recreated = latest < baseline
+        return NewCommits(location, baseline, latest, operations=operations, table_id=known_id)
+    current_id = read_table_id(storage) if known_id is not None or baseline < 0 else None
+    recreated = latest < baseline or (known_id is not None and current_id is not None and current_id != known_id)
     first = 0 if recreated else baseline + 1
     wanted = {op.upper() for op in operations} if operations else None
     commits: list[CommitSummary] = []
@@ -214,7 +222,9 @@ def _sense(storage: Storage, location: str, baseline: int, operations: tuple[str
             missing.append(version)
         elif wanted is None or (summary.operation or "").upper() in wanted:
             commits.append(summary)
-    return NewCommits(location, baseline, latest, tuple(commits), operations, recreated, tuple(missing))
+    return NewCommits(
+        location, baseline, latest, tuple(commits), operations, recreated, tuple(missing), current_id or known_id
+    )
 
 
 def new_commits(
@@ -224,6 +234,7 @@ def new_commits(
     *,
     storage_options: Mapping[str, str] | None = None,
     storage: Storage | None = None,
+    table_id: str | None = None,
     attempts: int = 3,
     retry_wait: float = 0.2,
     sleep: Callable[[float], object] = time.sleep,
@@ -237,12 +248,15 @@ def new_commits(
             e.g. ``["WRITE", "MERGE"]``; the range still ends at the newest version.
         storage_options: object-store options for the location.
         storage: use this storage instead of opening ``location`` (tests, callers holding one).
+        table_id: the table's ``metaData.id`` at the baseline; a different id now means the table was
+            recreated (``recreated=True``, range ``0..latest``). None: compare versions only.
         attempts: tries for transient read errors before giving up.
         retry_wait: seconds between those tries (doubling).
         sleep: the sleep function (tests pass a no-op).
 
     Returns:
-        A ``NewCommits``; ``latest_version`` is None while the table does not exist.
+        A ``NewCommits``; ``latest_version`` is None while the table does not exist; ``table_id`` is
+        the table's id when it was read (new versions) or the one given.
 
     Raises:
         NotADeltaTableError: the location holds files but no Delta log.
@@ -256,7 +270,9 @@ def new_commits(
     baseline = -1 if after_version is None or after_version < 0 else int(after_version)
     ops = tuple(operations) if operations else None
     store = storage if storage is not None else storage_for(str(location), storage_options)
-    return _with_retries(lambda: _sense(store, str(location), baseline, ops), attempts, retry_wait, sleep)
+    return _with_retries(
+        lambda: _sense(store, str(location), baseline, ops, table_id), attempts, retry_wait, sleep
+    )
 
 
 def current_version(
@@ -291,3 +307,22 @@ def _with_retries(fn: Callable[[], T], attempts: int, wait: float, sleep: Callab
                 raise
             sleep(wait * 2 ** (attempt - 1))
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def current_table_id(
+    location: str,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    storage: Storage | None = None,
+    attempts: int = 3,
+    retry_wait: float = 0.2,
+    sleep: Callable[[float], object] = time.sleep,
+) -> str | None:
+    """The table's ``metaData.id`` now (None when there is no table yet): a sensor's baseline identity.
+
+    Example:
+        >>> current_table_id("/data/events")  # doctest: +SKIP
+        'c5b0d2e4-3f6a-4b7e-9a51-0c2d1e8f7a93'
+    """
+    store = storage if storage is not None else storage_for(str(location), storage_options)
+    return _with_retries(lambda: read_table_id(store), attempts, retry_wait, sleep)

@@ -35,7 +35,7 @@ import bisect
 import datetime as dt
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 import pyarrow as pa
@@ -60,7 +60,11 @@ from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import commit_info_of, read_commit
 from airflow_provider_delta.core.log.segment import list_log
 from airflow_provider_delta.core.parallel import run_parallel
-from airflow_provider_delta.core.read.deletion_vectors import DeletionVectorDescriptor, read_deleted_rows
+from airflow_provider_delta.core.read.deletion_vectors import (
+    DeletionVectorDescriptor,
+    deletion_vector_opener,
+    read_deleted_rows,
+)
 from airflow_provider_delta.core.read.scan import ScanPlan, read_file
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
@@ -83,13 +87,26 @@ from airflow_provider_delta.exceptions import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Mapping, Sequence
 
     from airflow_provider_delta.core.log.history import TimestampLike
     from airflow_provider_delta.core.snapshot import Snapshot
     from airflow_provider_delta.core.storage import Storage
+    from airflow_provider_delta.core.write.target import TableLayout
 
-__all__ = ["CDF_METADATA_COLUMNS", "ChangeBatch", "changes_schema", "read_changes"]
+__all__ = [
+    "CDF_METADATA_COLUMNS",
+    "ChangeBatch",
+    "ChangeCommit",
+    "ChangeFileRead",
+    "CommitTimeline",
+    "change_file_reads",
+    "changes_schema",
+    "check_change_range",
+    "load_change_commit",
+    "read_change_file",
+    "read_changes",
+]
 
 _TIMESTAMP = pa.timestamp("us", tz="UTC")
 _MERGE_ROW_METRICS = ("numTargetRowsInserted", "numTargetRowsUpdated", "numTargetRowsDeleted")
@@ -189,7 +206,7 @@ def read_changes(
     """
     _check_arguments(starting_version, ending_version, starting_timestamp, ending_timestamp, max_files, max_bytes)
     latest = snapshot.advance()
-    timeline = _Timeline(latest.storage, latest.configuration)
+    timeline = CommitTimeline(latest.storage, latest.configuration)
     start, end = _resolve_range(
         latest, timeline, starting_version, ending_version, starting_timestamp, ending_timestamp,
         allow_out_of_range=allow_out_of_range,
@@ -199,7 +216,7 @@ def read_changes(
     commits = _select_commits(latest, start, end, max_files=max_files, max_bytes=max_bytes)
     batch_end = commits[-1].version
     read_snapshot = _read_schema_snapshot(latest, start, batch_end)
-    _check_range(latest, read_snapshot, start, commits)
+    check_change_range(latest, read_snapshot, start, commits)
     table = _read_commits(read_snapshot, commits, timeline)
     return ChangeBatch(
         changes=table,
@@ -236,7 +253,7 @@ def _human(ms: int) -> str:
 
 def _resolve_range(
     latest: Snapshot,
-    timeline: _Timeline,
+    timeline: CommitTimeline,
     starting_version: int | None,
     ending_version: int | None,
     starting_timestamp: TimestampLike | None,
@@ -286,7 +303,7 @@ def _resolve_range(
 def _resolve_end(
     where: str,
     last: int,
-    timeline: _Timeline,
+    timeline: CommitTimeline,
     ending_version: int | None,
     ending_timestamp: TimestampLike | None,
     allow_out_of_range: bool,
@@ -315,7 +332,7 @@ def _resolve_end(
     return found
 
 
-class _Timeline:
+class CommitTimeline:
     """Commit timestamps as Delta defines them: in-commit timestamps, else monotonic file times."""
 
     def __init__(self, storage: Storage, configuration: Mapping[str, str]) -> None:
@@ -357,8 +374,8 @@ class _Timeline:
 
 
 @dataclass
-class _Commit:
-    """One commit's actions that matter to the change feed."""
+class ChangeCommit:
+    """One commit's actions that matter to the change feed (see :func:`load_change_commit`)."""
 
     version: int
     info: CommitInfo | None = None
@@ -393,14 +410,18 @@ class _Commit:
         return sum(a.size for a in self.adds) + sum(r.size or 0 for r in self.removes)
 
 
-def _load_commit(storage: Storage, version: int) -> _Commit:
-    commit = _Commit(version)
+def load_change_commit(storage: Storage, version: int) -> ChangeCommit:
+    """The change-feed actions of commit ``version`` (``cdc``, dataChange ``add``/``remove``, metadata).
+
+    Raises:
+        LogCorruptedError: the commit file is missing or unreadable (naming the table, version, file).
+    """
     path = commit_path(version)
     with reading(storage.root, version, path, what="commit"):
-        return _commit_of(commit, read_commit(storage, path, version))
+        return _change_commit(ChangeCommit(version), read_commit(storage, path, version))
 
 
-def _commit_of(commit: _Commit, actions: list[dict[str, Any]]) -> _Commit:
+def _change_commit(commit: ChangeCommit, actions: list[dict[str, Any]]) -> ChangeCommit:
     for raw in actions:
         action = action_from_dict(raw)
         if isinstance(action, AddCDCFile):
@@ -420,13 +441,13 @@ def _commit_of(commit: _Commit, actions: list[dict[str, Any]]) -> _Commit:
 
 def _select_commits(
     latest: Snapshot, start: int, end: int, *, max_files: int | None, max_bytes: int | None
-) -> list[_Commit]:
+) -> list[ChangeCommit]:
     """The commits start..end, stopping before the one that would exceed a rate limit."""
-    out: list[_Commit] = []
+    out: list[ChangeCommit] = []
     files = size = 0
     for v in range(start, end + 1):
         try:
-            commit = _load_commit(latest.storage, v)
+            commit = load_change_commit(latest.storage, v)
         except DeltaError as err:
             if latest.storage.exists(commit_path(v)):
                 raise
@@ -466,7 +487,15 @@ def _read_schema_snapshot(latest: Snapshot, start: int, end: int) -> Snapshot:
     return latest
 
 
-def _check_range(latest: Snapshot, read: Snapshot, start: int, commits: Sequence[_Commit]) -> None:
+def check_change_range(
+    latest: Snapshot, read: TableLayout, start: int, commits: Sequence[ChangeCommit]
+) -> None:
+    """Check that commits ``start``.. recorded changes and can be read with ``read``'s schema.
+
+    Raises:
+        ChangeDataNotRecordedError: the feed was off at ``start`` or switched off inside the range.
+        ChangeDataSchemaError: a version's schema cannot be read as ``read``'s.
+    """
     where = f"Cannot read changes of table {latest.location!r} from version {start} to {commits[-1].version}"
     start_metadata = commits[0].metadata or _metadata_at(latest, start)
     _require_cdf(where, start_metadata, start)
@@ -562,42 +591,112 @@ def _read_incompatibility(old: DataType, new: DataType, path: str) -> str | None
 
 # --- reading rows -------------------------------------------------------------------------------------
 
-
-def _read_commits(read: Snapshot, commits: Sequence[_Commit], timeline: _Timeline) -> pa.Table:
-    schema = changes_schema(read.schema)
-    jobs: list[tuple[int, int, Callable[[], pa.Table]]] = []
-    for commit in commits:
-        ts = timeline.timestamp(commit.version, commit.info)
-        jobs.extend((commit.version, ts, job) for job in _commit_jobs(read, commit))
-    parts = run_parallel(lambda j: j[2](), jobs)
-    tables = []
-    for (version, ts, _), rows in zip(jobs, parts, strict=True):
-        n = rows.num_rows
-        rows = rows.append_column("_commit_version", pa.array(np.full(n, version, dtype=np.int64)))
-        rows = rows.append_column("_commit_timestamp", pa.array(np.full(n, ts * 1000, dtype=np.int64)).cast(_TIMESTAMP))
-        tables.append(rows.select(schema.names).cast(schema))
-    return pa.concat_tables(tables) if tables else schema.empty_table()
+ChangeFileKind = Literal["cdc", "insert", "delete", "dv"]
 
 
-def _commit_jobs(read: Snapshot, commit: _Commit) -> list[Callable[[], pa.Table]]:
-    """One reader per file of the commit, each giving rows with ``_change_type``."""
+@dataclass(frozen=True)
+class ChangeFileRead:
+    """One file's share of the change feed: picklable and JSON-able, so other processes can read it.
+
+    Attributes:
+        version: the commit version.
+        timestamp: the commit timestamp (ms, as :class:`CommitTimeline` defines it).
+        kind: ``cdc`` (a change data file), ``insert`` (an added file), ``delete`` (a removed file) or
+            ``dv`` (a file removed and re-added with another deletion vector).
+        action: the ``cdc``/``add`` action's JSON object (for ``delete`` the remove action's).
+        removed: for ``dv``: the remove action's JSON object.
+
+    Example:
+        >>> r = ChangeFileRead(3, 0, "insert", {"path": "a.parquet", "partitionValues": {}, "size": 1,
+        ...                                      "modificationTime": 0, "dataChange": True})
+        >>> ChangeFileRead.from_dict(r.to_dict()) == r
+        True
+    """
+
+    version: int
+    timestamp: int
+    kind: ChangeFileKind
+    action: Mapping[str, Any]
+    removed: Mapping[str, Any] | None = None
+
+    @property
+    def path(self) -> str:
+        """The data (or change data) file's path as the log records it."""
+        return str(self.action["path"])
+
+    @property
+    def size(self) -> int:
+        """The file's size in bytes (0 when the log does not say)."""
+        return int(self.action.get("size") or 0)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        out = {"version": self.version, "timestamp": self.timestamp, "kind": self.kind, "action": dict(self.action)}
+        if self.removed is not None:
+            out["removed"] = dict(self.removed)
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ChangeFileRead:
+        """Build from :meth:`to_dict`'s output."""
+        return cls(int(d["version"]), int(d["timestamp"]), d["kind"], d["action"], d.get("removed"))
+
+
+def change_file_reads(commit: ChangeCommit, timestamp: int) -> list[ChangeFileRead]:
+    """The files a commit's changes are read from, in the order ``read_changes`` returns their rows.
+
+    Example:
+        >>> [r.kind for r in change_file_reads(load_change_commit(storage, 3), 0)]  # doctest: +SKIP
+        ['delete', 'insert']
+    """
+    v = commit.version
     if commit.uses_cdc_files:
-        return [partial(_read_cdc_file, read, c) for c in commit.cdc]
+        return [ChangeFileRead(v, timestamp, "cdc", c.to_dict()) for c in commit.cdc]
     if commit.is_no_op_merge:
         return []
     adds = {a.path: a for a in commit.adds}
     removes = {r.path: r for r in commit.removes}
-    jobs: list[Callable[[], pa.Table]] = []
+    reads: list[ChangeFileRead] = []
     for path, r in removes.items():
         if path in adds:
-            jobs.append(partial(_read_dv_change, read, r, adds[path]))
+            reads.append(ChangeFileRead(v, timestamp, "dv", adds[path].to_dict(), r.to_dict()))
         else:
-            jobs.append(partial(_read_tagged, read, _as_add(r), "delete"))
-    jobs.extend(partial(_read_tagged, read, a, "insert") for path, a in adds.items() if path not in removes)
-    return jobs
+            reads.append(ChangeFileRead(v, timestamp, "delete", _as_add(r).to_dict()))
+    reads.extend(ChangeFileRead(v, timestamp, "insert", a.to_dict()) for path, a in adds.items() if path not in removes)
+    return reads
 
 
-def _read_tagged(read: Snapshot, add: AddFile, change_type: str) -> pa.Table:
+def read_change_file(read: TableLayout, change: ChangeFileRead) -> pa.Table:
+    """The change rows of one file under ``read``'s schema, with the three change feed columns.
+
+    Raises:
+        DataFileError: the file (or its deletion vector) is missing or unreadable.
+    """
+    if change.kind == "cdc":
+        rows = _read_cdc_file(read, AddCDCFile.from_dict(change.action))
+    elif change.kind == "dv":
+        assert change.removed is not None
+        rows = _read_dv_change(read, RemoveFile.from_dict(change.removed), AddFile.from_dict(change.action))
+    else:
+        rows = _read_tagged(read, AddFile.from_dict(change.action), change.kind)
+    schema = changes_schema(read.schema)
+    n = rows.num_rows
+    rows = rows.append_column("_commit_version", pa.array(np.full(n, change.version, dtype=np.int64)))
+    stamps = pa.array(np.full(n, change.timestamp * 1000, dtype=np.int64)).cast(_TIMESTAMP)
+    rows = rows.append_column("_commit_timestamp", stamps)
+    return rows.select(schema.names).cast(schema)
+
+
+def _read_commits(read: Snapshot, commits: Sequence[ChangeCommit], timeline: CommitTimeline) -> pa.Table:
+    schema = changes_schema(read.schema)
+    reads: list[ChangeFileRead] = []
+    for commit in commits:
+        reads.extend(change_file_reads(commit, timeline.timestamp(commit.version, commit.info)))
+    tables = run_parallel(partial(read_change_file, read), reads)
+    return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def _read_tagged(read: TableLayout, add: AddFile, change_type: str) -> pa.Table:
     return _tagged(_read_rows(read, add, keep_deleted=False), change_type)
 
 
@@ -609,7 +708,7 @@ def _tagged(rows: pa.Table, change_type: str) -> pa.Table:
     return rows.append_column(CHANGE_TYPE, pa.array([change_type] * rows.num_rows, pa.string()))
 
 
-def _plan(read: Snapshot, extra: Sequence[StructField] = ()) -> Any:
+def _plan(read: TableLayout, extra: Sequence[StructField] = ()) -> Any:
     schema = read.schema
     part_names = {c.lower() for c in read.partition_columns}
     data = StructType((*(f for f in schema if f.name.lower() not in part_names), *extra))
@@ -624,7 +723,7 @@ def _plan(read: Snapshot, extra: Sequence[StructField] = ()) -> Any:
     )
 
 
-def _read_rows(read: Snapshot, add: AddFile, *, keep_deleted: bool) -> pa.Table:
+def _read_rows(read: TableLayout, add: AddFile, *, keep_deleted: bool) -> pa.Table:
     """A data file's rows under the read schema; with ``keep_deleted`` the deletion vector is ignored."""
     if keep_deleted:
         add = add._replace(deletion_vector=None)
@@ -632,21 +731,24 @@ def _read_rows(read: Snapshot, add: AddFile, *, keep_deleted: bool) -> pa.Table:
     return table.select(read.schema.names)
 
 
-def _read_cdc_file(read: Snapshot, cdc: AddCDCFile) -> pa.Table:
+def _read_cdc_file(read: TableLayout, cdc: AddCDCFile) -> pa.Table:
     plan = _plan(read, (StructField(CHANGE_TYPE, StringType()),))
     add = AddFile(cdc.path, cdc.partition_values, cdc.size, 0, data_change=False)
     table = read_file(read, add, plan, column_mapping_mode(read.configuration))
     return table.select([*read.schema.names, CHANGE_TYPE])
 
 
-def _read_dv_change(read: Snapshot, remove: RemoveFile, add: AddFile) -> pa.Table:
+def _read_dv_change(read: TableLayout, remove: RemoveFile, add: AddFile) -> pa.Table:
     """Rows of a file re-added with another deletion vector: newly deleted rows, and undeleted ones."""
     def deleted(dv: Mapping[str, Any] | None) -> np.ndarray[Any, Any]:
         if not dv:
             return np.empty(0, dtype=np.uint64)
         with reading(read.location, read.version, add.path, what="deletion vector of data file",
                      error=lambda message, version, path: DataFileError(message, path=path)):
-            return read_deleted_rows(DeletionVectorDescriptor.from_dict(dv), read.storage.root)
+            return read_deleted_rows(
+                DeletionVectorDescriptor.from_dict(dv), read.storage.root,
+                open_file=deletion_vector_opener(read.storage),
+            )
 
     before, after = deleted(remove.deletion_vector), deleted(add.deletion_vector)
     rows = _read_rows(read, add, keep_deleted=True)

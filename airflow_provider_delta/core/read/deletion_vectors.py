@@ -32,7 +32,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Integral
-from typing import TYPE_CHECKING, Any, BinaryIO, Literal
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, cast
 from urllib.parse import unquote, urlsplit
 from urllib.request import url2pathname
 
@@ -41,10 +41,13 @@ import pyarrow as pa
 from pyroaring import BitMap
 
 from airflow_provider_delta.core.storage import is_inside
+from airflow_provider_delta.core.storage.local import LocalStorage
 from airflow_provider_delta.exceptions import DataFileError, LogCorruptedError
 
 if TYPE_CHECKING:
     import numpy.typing as npt
+
+    from airflow_provider_delta.core.storage.base import Storage
 
 StorageType = Literal["u", "i", "p"]
 OpenFile = Callable[[str], BinaryIO]
@@ -554,6 +557,13 @@ def _default_open(path: str) -> BinaryIO:
     return open(path, "rb")
 
 
+def deletion_vector_opener(storage: Storage) -> OpenFile | None:
+    """How to open a table's DV files: None (plain ``open``) on a local disk, else through ``storage``."""
+    if isinstance(storage, LocalStorage):
+        return None
+    return lambda path: cast("BinaryIO", storage.open_input_file(path))
+
+
 def _read_exact(f: BinaryIO, n: int, what: str) -> bytes:
     data = f.read(n)
     if len(data) != n:
@@ -750,6 +760,7 @@ __all__ = [
     "DeletionVectorDescriptor",
     "StorageType",
     "deletion_mask",
+    "deletion_vector_opener",
     "deserialize_roaring_array",
     "inline_descriptor",
     "read_deleted_rows",

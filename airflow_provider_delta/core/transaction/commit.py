@@ -132,6 +132,8 @@ class Transaction:
         self._read_whole_table = False
         self._read_app_ids: set[str] = set()
         self.committed_version: int | None = None
+        #: Delta's free-form ``commitInfo.userMetadata`` (a string), written when set.
+        self.user_metadata: str | None = None
 
     # -- phase 1: reads --------------------------------------------------------------------
     def read_files(self, predicate: Any = None) -> list[AddFile]:
@@ -148,6 +150,14 @@ class Transaction:
             files = list(plan.files)
         self._read_paths.update(file_key(f.path, None)[0] for f in files)
         return files
+
+    def mark_files_read(self, *files: AddFile) -> None:
+        """Record exactly these files as read (no predicate): a winner that removes one of them conflicts.
+
+        Compaction reads only the files it rewrites, so a concurrent delete of any other file is no
+        conflict, and under SnapshotIsolation neither is an append.
+        """
+        self._read_paths.update(file_key(f.path, None)[0] for f in files)
 
     def read_whole_table(self) -> None:
         """Record that the transaction depends on every file of the table."""
@@ -271,6 +281,8 @@ class Transaction:
         }
         if version > 0:
             info["readVersion"] = self.read_version
+        if self.user_metadata is not None:
+            info["userMetadata"] = self.user_metadata
         metadata = self._metadata or self.snapshot.metadata if version > 0 else self._metadata
         if metadata is not None and metadata.configuration.get(
             "delta.enableInCommitTimestamps", "false"

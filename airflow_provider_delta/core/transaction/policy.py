@@ -1,41 +1,64 @@
-"""What to do when a commit loses a race: retry in place, hand over to Airflow, fail fast, or skip.
+"""What to do when a job fails: retry in place, hand over to Airflow, fail fast, or skip.
 
-Pure Python (no airflow, no pyspark): the Spark job runs it around its commit, and the Airflow layer
+Pure Python (no airflow, no pyspark): the Spark job runs it around its work, and the Airflow layer
 reads the same policy to turn a job's reported exception into a task outcome.
+
+Every failure is first classified (:func:`classify`):
+
+- ``"conflict"``: Delta's concurrent-modification exceptions and ``CommitRetriesExhaustedError``;
+- ``"transient"``: I/O that may succeed later: timeouts, dropped connections, storage throttling
+  (``SlowDown``, HTTP 429/503), other ``OSError`` except the permanent ones below;
+- ``"permanent"``: what no retry can fix: every other ``DeltaError`` (``PredicateError``,
+  ``SchemaMismatchError``, ``TableNotFoundError``, ``JobSpecError``, ``UnsupportedFeatureError`` ...),
+  ``PermissionError``/``FileNotFoundError``, programming errors (``TypeError``, ``KeyError`` ...) and
+  Spark's analysis errors (``AnalysisException``, ``ParseException`` ...);
+- ``"unknown"``: anything else (Airflow's usual behaviour applies: its task retries).
 
 Actions:
 
 - ``"retry"``: retry inside the job with exponential backoff and jitter, up to ``max_attempts``.
   Default for ``ConcurrentAppendException``, ``ConcurrentDeleteReadException``,
-  ``ConcurrentDeleteDeleteException``, ``MetadataChangedException``, and for
-  ``ProtocolChangedException`` when the new protocol is one this engine can still write.
+  ``ConcurrentDeleteDeleteException``, ``MetadataChangedException``, for ``ProtocolChangedException``
+  when the new protocol is one this engine can still write, and for transient errors.
 - ``"airflow_retry"``: give up in the job and let Airflow's task retries run the task again.
-  Default for ``CommitRetriesExhaustedError`` and for any error that is not a conflict.
-- ``"fail"``: fail fast, with no retries at all. Default for ``ConcurrentTransactionException``
-  (the same application transaction committed elsewhere: a retry would write twice or be a no-op)
-  and for ``ProtocolChangedException`` when the winner upgraded to a protocol this engine cannot write.
+  Default for ``CommitRetriesExhaustedError`` and for unknown errors.
+- ``"fail"``: fail fast, with no retries at all. Default for permanent errors, for
+  ``ConcurrentTransactionException`` (the same application transaction committed elsewhere: a retry
+  would write twice or be a no-op) and for ``ProtocolChangedException`` when the winner upgraded to
+  a protocol this engine cannot write.
 - ``"skip"``: give up and mark the task skipped.
+
+Overrides name an exception (``"ConcurrentAppendException"``, ``"PredicateError"``), the base of
+all conflicts (``"DeltaConcurrentModificationException"``), or a whole class of errors
+(``"transient"``, ``"permanent"``, ``"unknown"``).
 
 Example:
     >>> policy = ConflictPolicy(overrides={"ConcurrentAppendException": "airflow_retry"}, max_attempts=3)
     >>> policy.action_for("ConcurrentAppendException"), policy.action_for("MetadataChangedException")
     ('airflow_retry', 'retry')
+    >>> policy.action_for("PredicateError"), policy.action_for(TimeoutError("read timed out"))
+    ('fail', 'retry')
     >>> ConflictPolicy.from_dict(policy.to_dict()) == policy
     True
 """
 
 from __future__ import annotations
 
+import builtins
 import random
 import time
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast, get_args
 
+from airflow_provider_delta import exceptions as _exceptions
 from airflow_provider_delta.exceptions import (
+    CommitOutcomeUnknownError,
+    CommitRetriesExhaustedError,
     DeltaConcurrentModificationException,
     DeltaError,
     ProtocolChangedException,
+    StorageUnavailableError,
     UnsupportedFeatureError,
 )
 
@@ -44,6 +67,8 @@ if TYPE_CHECKING:
 
 ConflictAction = Literal["retry", "airflow_retry", "fail", "skip"]
 ACTIONS: tuple[ConflictAction, ...] = get_args(ConflictAction)
+ErrorKind = Literal["conflict", "transient", "permanent", "unknown"]
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 
 T = TypeVar("T")
 
@@ -60,9 +85,98 @@ DEFAULT_ACTIONS: Mapping[str, ConflictAction] = MappingProxyType(
     }
 )
 CONFLICT_NAMES = frozenset(DEFAULT_ACTIONS) - {"CommitRetriesExhaustedError"}
+#: The default action of each class of error (conflicts are decided per exception above).
+KIND_ACTIONS: Mapping[ErrorKind, ConflictAction] = MappingProxyType(
+    {"conflict": "airflow_retry", "transient": "retry", "permanent": "fail", "unknown": "airflow_retry"}
+)
+#: OS errors that waiting does not heal.
+PERMANENT_OS_ERRORS: tuple[type[OSError], ...] = (
+    PermissionError, FileNotFoundError, FileExistsError, NotADirectoryError, IsADirectoryError,
+)
+#: Programming and input errors: the same call fails the same way again.
+_PERMANENT_BUILTINS: tuple[type[BaseException], ...] = (
+    ValueError, TypeError, LookupError, AttributeError, NameError, AssertionError, NotImplementedError,
+    ArithmeticError, RecursionError,
+)
+#: Errors of Spark (by class name: core cannot import pyspark) that a retry cannot fix.
+_PERMANENT_SPARK_NAMES = frozenset(
+    {
+        "AnalysisException", "ParseException", "IllegalArgumentException", "NumberFormatException",
+        "UnsupportedOperationException", "PySparkValueError", "PySparkTypeError", "PySparkAttributeError",
+        "PySparkNotImplementedError", "ArithmeticException", "SparkUpgradeException",
+    }
+)
+#: Words of storage throttling and dropped connections in an error's text (S3, GCS, Azure, HTTP).
+_TRANSIENT_MARKERS = (
+    "slowdown", "slow down", "throttl", "too many requests", "toomanyrequests", "requestlimitexceeded",
+    "service unavailable", "serviceunavailable", "503", "429", "requesttimeout", "request timeout",
+    "timed out", "timeout", "connection reset", "connection refused", "connection aborted",
+    "broken pipe", "temporarily unavailable", "try again",
+)
 _BASE_NAME = DeltaConcurrentModificationException.__name__
 # core/transaction/conflicts.py words an unwritable upgrade this way; a job result carries only type + message.
 _UNWRITABLE_MARKERS = ("cannot write", "UnsupportedFeature")
+
+
+def _named_class(name: str) -> type[BaseException] | None:
+    """The exception class a job result names (this package's errors and Python's builtins)."""
+    for module in (_exceptions, builtins):
+        found = getattr(module, name, None)
+        if isinstance(found, type) and issubclass(found, BaseException):
+            return found
+    return None
+
+
+def _has_transient_marker(text: str) -> bool:
+    lowered = text.lower()
+    return any(marker in lowered for marker in _TRANSIENT_MARKERS)
+
+
+def _classify_class(cls: type[BaseException], message: str) -> ErrorKind:
+    if issubclass(cls, DeltaConcurrentModificationException | CommitRetriesExhaustedError):
+        return "conflict"
+    # A store that kept failing through its own retries, or a commit whose write hid whether it landed
+    # (the next attempt finds out from the log), may succeed later.
+    if issubclass(cls, StorageUnavailableError | CommitOutcomeUnknownError):
+        return "transient"
+    if issubclass(cls, DeltaError):
+        return "permanent"
+    if issubclass(cls, OSError):  # TimeoutError, ConnectionError and throttled requests included
+        return "permanent" if issubclass(cls, PERMANENT_OS_ERRORS) else "transient"
+    if issubclass(cls, _PERMANENT_BUILTINS) or cls.__name__ in _PERMANENT_SPARK_NAMES:
+        return "permanent"
+    return "transient" if _has_transient_marker(message) else "unknown"
+
+
+def classify(exc: BaseException | str, message: str = "") -> ErrorKind:
+    """Whether a failure is a ``conflict``, ``transient``, ``permanent`` or ``unknown`` (see module docs).
+
+    ``exc`` is the exception, or its class name as a job result reports it (then ``message`` is its
+    text). A ``DeltaError`` caused by a transient I/O error (a data file read that timed out) is
+    transient.
+
+    Example:
+        >>> classify("PredicateError"), classify("ConcurrentAppendException"), classify(ConnectionResetError())
+        ('permanent', 'conflict', 'transient')
+        >>> classify("Py4JJavaError", "... 503 Slow Down ..."), classify("Py4JJavaError", "executor lost")
+        ('transient', 'unknown')
+    """
+    if isinstance(exc, str):
+        name = exception_name(exc)
+        cls = _named_class(name)
+        if cls is not None:
+            return _classify_class(cls, message)
+        if name in CONFLICT_NAMES or name == _BASE_NAME:
+            return "conflict"
+        if name in _PERMANENT_SPARK_NAMES:
+            return "permanent"
+        return "transient" if _has_transient_marker(message) else "unknown"
+    kind = _classify_class(type(exc), str(exc))
+    if kind == "permanent" and isinstance(exc, DeltaError):
+        cause = exc.__cause__ or exc.__context__
+        if cause is not None and not isinstance(cause, DeltaError) and classify(cause) == "transient":
+            return "transient"
+    return kind
 
 
 def exception_name(exc: BaseException | str) -> str:
@@ -87,7 +201,8 @@ class ConflictPolicy:
 
     Args:
         overrides: exception name -> action, over the defaults. ``DeltaConcurrentModificationException``
-            as a key sets the action of every conflict not named itself.
+            as a key sets the action of every conflict not named itself; ``"transient"``,
+            ``"permanent"`` and ``"unknown"`` set the action of a whole class of errors (:func:`classify`).
         max_attempts: attempts in total (the first one included) for ``"retry"``.
         base_backoff: seconds before the first retry; doubles with each attempt.
         max_backoff: ceiling of one wait, in seconds.
@@ -130,12 +245,15 @@ class ConflictPolicy:
         return hash((tuple(sorted(self.overrides.items())), self.max_attempts, self.base_backoff,
                      self.max_backoff, self.jitter))
 
-    def action_for(self, exc: BaseException | str, message: str = "") -> ConflictAction:
+    def action_for(
+        self, exc: BaseException | str, message: str = "", *, kind: ErrorKind | None = None
+    ) -> ConflictAction:
         """The action for an exception, or for its class name as a job result reports it.
 
         Exceptions match by their own class first, then their base classes (so a subclass of a
-        conflict follows its parent). Anything that is not a known conflict is ``"airflow_retry"``:
-        Airflow's normal retry behaviour.
+        conflict follows its parent), then by their class of error (``kind``, default
+        :func:`classify`): transient errors ``"retry"``, permanent ones ``"fail"``, unknown ones
+        ``"airflow_retry"`` (Airflow's normal retry behaviour).
         """
         names = (
             [exception_name(exc)] if isinstance(exc, str) else [k.__name__ for k in type(exc).__mro__]
@@ -145,12 +263,15 @@ class ConflictPolicy:
         for name in names:
             if name in self.overrides:
                 return self.overrides[name]
+        kind = kind or classify(exc, message)
+        if kind in self.overrides:
+            return self.overrides[kind]
         for name in names:
             if name == ProtocolChangedException.__name__ and is_unwritable_protocol_change(exc, message):
                 return "fail"
             if name in DEFAULT_ACTIONS:
                 return DEFAULT_ACTIONS[name]
-        return "airflow_retry"
+        return KIND_ACTIONS[kind]
 
     def backoff(self, attempt: int, *, rng: random.Random | None = None) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based), jitter applied."""
@@ -194,12 +315,14 @@ def run_with_conflict_policy(
     *,
     sleep: Callable[[float], object] = time.sleep,
     rng: random.Random | None = None,
+    on_retry: Callable[[BaseException, int, float], object] | None = None,
 ) -> T:
     """Call ``fn`` until it succeeds, retrying the errors whose action is ``"retry"``.
 
     ``fn`` must start from a fresh snapshot each time (a commit that lost a race cannot be replayed
     as is). Any other action, or the last attempt, re-raises the exception with two attributes set:
-    ``conflict_attempts`` (how many calls were made) and ``conflict_action``.
+    ``conflict_attempts`` (how many calls were made) and ``conflict_action``. ``on_retry(exc, attempt,
+    delay)`` is called before each retry's wait (the jobs log it).
 
     Example:
         >>> calls = []
@@ -224,7 +347,10 @@ def run_with_conflict_policy(
                 exc.conflict_attempts = attempt  # type: ignore[attr-defined]
                 exc.conflict_action = action  # type: ignore[attr-defined]
                 raise
-            sleep(policy.backoff(attempt, rng=rng))
+            delay = policy.backoff(attempt, rng=rng)
+            if on_retry is not None:
+                on_retry(exc, attempt, delay)
+            sleep(delay)
 
 
 def failure_record(exc: BaseException, policy: ConflictPolicy | None = None) -> dict[str, Any]:
@@ -242,4 +368,5 @@ def failure_record(exc: BaseException, policy: ConflictPolicy | None = None) -> 
         "action": getattr(exc, "conflict_action", None) or policy.action_for(exc),
         "attempts": int(getattr(exc, "conflict_attempts", 1)),
         "is_conflict": isinstance(exc, DeltaConcurrentModificationException),
+        "kind": classify(exc),
     }

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import functools
 import string
-import time
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
@@ -58,6 +57,7 @@ from airflow_provider_delta.core.schema.types import (
     TimestampNtzType,
     TimestampType,
 )
+from airflow_provider_delta.core.storage.base import decode_relative
 from airflow_provider_delta.core.write.parquet import OrderedFileWrites, dictionary_columns, leaf_paths
 from airflow_provider_delta.core.write.stats import collect_stats
 from airflow_provider_delta.exceptions import SchemaError, SchemaMismatchError
@@ -652,25 +652,21 @@ class _FileWriter:
         return pa.Table.from_arrays(columns, schema=self.file_schema)
 
     def _write_parquet(self, table: pa.Table, path: str) -> tuple[int, int]:
-        fs = self.storage.arrow_filesystem()
-        location = self.storage.resolve(path)
-        parent = location.rsplit("/", 1)[0]
-        if parent and parent != location:
-            fs.create_dir(parent, recursive=True)
         codec = self.options.compression.lower()
         leaves = self.nested_leaves if any(pa.types.is_nested(f.type) for f in table.schema) else {}
-        pq.write_table(
-            table,
-            location,
-            filesystem=fs,
-            compression="none" if codec == "uncompressed" else codec,
-            coerce_timestamps="us",
-            use_deprecated_int96_timestamps=False,
-            use_dictionary=dictionary_columns(table, leaves),
-        )
-        info = fs.get_file_info(location)
-        mtime = info.mtime_ns // 1_000_000 if info.mtime_ns is not None else time.time_ns() // 1_000_000
-        return int(info.size or 0), int(mtime)
+
+        def fill(sink: pa.NativeFile) -> None:
+            pq.write_table(
+                table,
+                sink,
+                compression="none" if codec == "uncompressed" else codec,
+                coerce_timestamps="us",
+                use_deprecated_int96_timestamps=False,
+                use_dictionary=dictionary_columns(table, leaves),
+            )
+
+        # One PUT on object stores; on a local disk the stream goes straight to the file.
+        return self.storage.write_stream(decode_relative(path), fill)
 
     def _delete(self, add: AddFile) -> None:
-        self.storage.arrow_filesystem().delete_file(self.storage.resolve(add.path))
+        self.storage.delete(decode_relative(add.path))

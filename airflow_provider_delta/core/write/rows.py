@@ -34,6 +34,9 @@ if TYPE_CHECKING:
 
 __all__ = ["check_constraints", "check_table_writable", "count_true", "metrics_for_adds", "write_rows"]
 
+#: The most rows a data file gets unless the caller says otherwise (``write_data_files``' default).
+DEFAULT_FILE_ROWS = 1_000_000
+
 _UNCOMPUTED = {
     "delta.generationExpression": "generated column",
     "delta.identity.start": "identity column",
@@ -107,6 +110,7 @@ def write_rows(
     data_change: bool = True,
     require: Expr | None = None,
     require_text: str = "",
+    target_file_rows: int | None = None,
 ) -> list[AddFile]:
     """Write ``data`` (logical columns) as data files of ``target``; return their ``add`` actions.
 
@@ -115,6 +119,7 @@ def write_rows(
         data: the rows; matched to the schema by name, ignoring case, and cast safely.
         data_change: ``dataChange`` of the actions (false for rewrites that change no data).
         require: a bound predicate every row must satisfy (replaceWhere), shown as ``require_text``.
+        target_file_rows: the most rows a file gets (default: the writer's million rows).
 
     Raises:
         SchemaMismatchError: the rows do not fit the schema, violate a CHECK constraint, or a row
@@ -131,6 +136,7 @@ def write_rows(
         partition_columns=target.partition_columns,
         configuration=target.configuration,
         data_change=data_change,
+        target_file_rows=max(1, target_file_rows) if target_file_rows is not None else DEFAULT_FILE_ROWS,
     )
 
 

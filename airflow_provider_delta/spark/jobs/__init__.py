@@ -7,7 +7,11 @@ A new job (merge, vacuum, reorg, CDF export) is one module with a ``run`` functi
 from __future__ import annotations
 
 JOBS: dict[str, str] = {
+    "cdf_export": "airflow_provider_delta.spark.jobs.cdf_export",
     "checkpoint": "airflow_provider_delta.spark.jobs.checkpoint",
+    "optimize": "airflow_provider_delta.spark.jobs.optimize",
+    "reorg": "airflow_provider_delta.spark.jobs.reorg",
+    "vacuum": "airflow_provider_delta.spark.jobs.vacuum",
     "write": "airflow_provider_delta.spark.jobs.write",
 }
 """Job name -> module; the module's ``run(ctx)`` does the work (see :mod:`.context`)."""

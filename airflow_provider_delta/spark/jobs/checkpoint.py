@@ -1,12 +1,10 @@
 """The ``checkpoint`` job: write a classic checkpoint of the newest version, then clean up the log.
 
-Options:
-    cleanup_log (bool, default True): delete log files older than ``delta.logRetentionDuration``
-        that no version in the retention window needs (Delta's ``cleanupExpiredLogs``).
-
-The engine runs in the Spark driver: a checkpoint is one snapshot replay and one Parquet file, so
-there is nothing to distribute. Metrics: ``checkpointVersion``, ``checkpointSize`` (action rows),
-``checkpointSizeInBytes``, ``numAddFiles``, ``numDeletedLogFiles`` and ``checkpointPath``.
+A checkpoint is one snapshot replay and one Parquet file: it moves no data, so the job runs on
+engine ``local`` (in the Airflow task, no JVM) unless the task asks for ``spark``. It takes a list of
+tables (one result per table). Metrics: ``checkpointVersion``, ``checkpointSize`` (action rows),
+``checkpointSizeInBytes``, ``numAddFiles``, ``numDeletedLogFiles`` and ``checkpointPath``; a missing
+table with ``skip_missing`` reports ``skipped: true`` and no version.
 """
 
 from __future__ import annotations
@@ -16,10 +14,30 @@ from typing import TYPE_CHECKING
 from airflow_provider_delta.core.log.checkpoint_write import write_checkpoint
 from airflow_provider_delta.core.log.cleanup import cleanup_expired_logs
 from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.exceptions import TableNotFoundError
 from airflow_provider_delta.spark.jobs.context import JobOutput
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
     from airflow_provider_delta.spark.jobs.context import JobContext
+
+JOB = JobDefinition(
+    name="checkpoint",
+    summary="Write a checkpoint of the newest version, then delete expired log files.",
+    options=(
+        Option(
+            "cleanup_log", bool, True,
+            "Also delete log files older than `delta.logRetentionDuration` that no retained version needs "
+            "(Delta's cleanupExpiredLogs).",
+        ),
+        Option(
+            "skip_missing", bool, False,
+            "A table that does not exist (yet) is reported as skipped instead of failing the job.",
+        ),
+    ),
+    engines=("local", "spark"),
+    multi_table=True,
+)
 
 
 def run(ctx: JobContext) -> JobOutput:
@@ -29,10 +47,16 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(JobSpec(job="checkpoint", table="/data/events")))  # doctest: +SKIP
         JobOutput(version=12, committed=False, metrics={'checkpointVersion': 12, ...})
     """
-    cleanup = ctx.option("cleanup_log", True, kind=bool)
-    table = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options)
-    info = write_checkpoint(table.snapshot)
-    deleted = cleanup_expired_logs(table.snapshot) if cleanup else []
+    try:
+        snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
+    except TableNotFoundError as err:
+        if not ctx.option("skip_missing"):
+            raise
+        ctx.progress("skipped: %s", err)
+        return JobOutput(version=None, metrics={"skipped": True, "reason": str(err)})
+    ctx.progress("checkpointing version %d (%d files)", snapshot.version, snapshot.num_files)
+    info = write_checkpoint(snapshot)
+    deleted = cleanup_expired_logs(snapshot) if ctx.option("cleanup_log") else []
     metrics = {
         "checkpointVersion": info.version,
         "checkpointSize": info.size,

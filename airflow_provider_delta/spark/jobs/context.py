@@ -1,19 +1,28 @@
 """What a job function receives (:class:`JobContext`) and returns (:class:`JobOutput`).
 
-No pyspark import: the SparkSession is passed in (None when the runner uses ``--engine local``).
+No pyspark import: the SparkSession is passed in (None when the job runs on engine ``local``).
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.exceptions import JobSpecError
+from airflow_provider_delta.spark.jobs.options import job_definition
 
 if TYPE_CHECKING:
+    from airflow_provider_delta.core.executor import Executor
+    from airflow_provider_delta.spark.jobs.options import JobDefinition
+    from airflow_provider_delta.spark.jobs.tracking import TrackingExecutor
     from airflow_provider_delta.spark.protocol import JobSpec
+
+#: The logger of every job: its lines are the job's progress in the Airflow task log.
+log = logging.getLogger("airflow_provider_delta.spark.jobs")
 
 
 @dataclass(frozen=True)
@@ -49,20 +58,72 @@ class JobContext:
     attempt: int = 0
     cache: dict[str, Any] = field(default_factory=dict)
     _hooks_fired: set[str] = field(default_factory=set)
+    _trackers: list[TrackingExecutor] = field(default_factory=list)
 
-    def option(self, name: str, default: Any = None, *, kind: type | tuple[type, ...] | None = None) -> Any:
-        """The job option ``name`` (``default`` when absent), type-checked against ``kind``.
+    @property
+    def engine(self) -> str:
+        """``"spark"`` when a SparkSession was given, else ``"local"``."""
+        return "local" if self.spark is None else "spark"
+
+    @cached_property
+    def definition(self) -> JobDefinition:
+        """The job's declaration (``JOB`` in its module)."""
+        return job_definition(self.spec.job)
+
+    @cached_property
+    def options(self) -> dict[str, Any]:
+        """The spec's options checked against the declaration, defaults filled in.
 
         Raises:
-            JobSpecError: the option has the wrong type.
+            JobSpecError: an unknown or mistyped option.
         """
-        value = self.spec.options.get(name, default)
-        if kind is not None and value is not None and not isinstance(value, kind):
-            expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            raise JobSpecError(
-                f"Cannot run job {self.spec.job!r}: option {name!r} must be {expected}, found {value!r}"
-            )
-        return value
+        return self.definition.validate(self.spec.options, engine=self.engine)
+
+    def option(self, name: str, default: Any = None, *, kind: type | tuple[type, ...] | None = None) -> Any:
+        """The job option ``name`` as declared in the job's ``JOB`` (validated, default filled in).
+
+        ``default`` is used only when the declaration has no default and the option is absent;
+        ``kind`` is accepted for older callers and ignored (the declaration has the type).
+
+        Raises:
+            JobSpecError: the job does not declare ``name`` (a bug in the job), or the spec is invalid.
+        """
+        self.definition.option(name)
+        value = self.options.get(name)
+        return default if value is None else value
+
+    def progress(self, message: str, *args: Any) -> None:
+        """Log one progress line of this job (``%``-style arguments); the task log shows it."""
+        log.info("Job %r on %r: " + message, self.spec.job, self.spec.table, *args)
+
+    def track(self, executor: Executor | None = None) -> Executor:
+        """``executor`` (default: the local one) wrapped so this attempt's files are known.
+
+        Pass the result to the command (``executor=ctx.track(...)``): when the attempt fails and its
+        commit did not land, the runner deletes those files before the next attempt (no orphans),
+        and :meth:`before_commit` logs how much was written.
+        """
+        # lazy: the executor classes load the engine's writer, which only data-moving jobs need
+        from airflow_provider_delta.core.executor import LocalExecutor
+        from airflow_provider_delta.spark.jobs.tracking import TrackingExecutor
+
+        tracker = TrackingExecutor(executor if executor is not None else LocalExecutor())
+        self._trackers.append(tracker)
+        return tracker
+
+    def discard_attempt_files(self, error: BaseException) -> int:
+        """Delete the files the failed attempt wrote and no version references (see ``tracking``)."""
+        # lazy: see track()
+        from airflow_provider_delta.spark.jobs.tracking import delete_unreferenced
+
+        written = [a for tracker in self._trackers for a in tracker.written]
+        self._trackers.clear()
+        if not written:
+            return 0
+        deleted = delete_unreferenced(self.spec.table, self.spec.storage_options, written, error)
+        if deleted:
+            self.progress("deleted the %d file(s) the failed attempt %d wrote", deleted, self.attempt)
+        return deleted
 
     def require_spark(self, why: str) -> Any:
         """The SparkSession, or a clear error when the job runs with ``--engine local``."""
@@ -77,8 +138,13 @@ class JobContext:
 
         With ``test_hooks.before_commit = {"signal": path, "wait_for": path, "timeout_s": 60}`` the job
         creates ``signal`` and waits until ``wait_for`` exists, so a test can commit a concurrent
-        change at exactly this point and provoke a real conflict. Does nothing in production.
+        change at exactly this point and provoke a real conflict. Does nothing in production
+        beyond logging what the attempt wrote (with :meth:`track`).
         """
+        files = sum(len(t.written) for t in self._trackers)
+        if files:
+            size = sum(t.summary()[1] for t in self._trackers)
+            self.progress("attempt %d wrote %d file(s), %d bytes; committing", self.attempt, files, size)
         self._barrier("before_commit")
 
     def _barrier(self, name: str) -> None:

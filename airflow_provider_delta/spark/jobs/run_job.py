@@ -17,21 +17,25 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import logging
 import os
 import sys
 import threading
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.transaction.policy import (
     ConflictPolicy,
+    classify,
     failure_record,
     run_with_conflict_policy,
 )
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs import JOBS
 from airflow_provider_delta.spark.jobs.context import JobContext
+from airflow_provider_delta.spark.jobs.options import job_definition
 from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 
 if TYPE_CHECKING:
@@ -76,44 +80,131 @@ def _engine(spark: Any) -> dict[str, Any]:
 
 
 def run_spec(spec: JobSpec, spark: Any = None) -> JobResult:
-    """Run one job under its conflict policy and describe the outcome (never raises for job errors).
+    """Run a job under its conflict policy and describe the outcome (never raises for job errors).
+
+    A spec with ``tables`` runs the job once per table, in order, and returns one result per table
+    in ``tables`` (see :func:`combine_results`). Without a SparkSession the job runs on engine
+    ``local`` (pyarrow in this process).
 
     Example:
         >>> result = run_spec(JobSpec(job="checkpoint", table="/data/events"))  # doctest: +SKIP
         >>> result.status, result.version                                     # doctest: +SKIP
         ('success', 12)
     """
+    if not spec.tables:
+        return _run_one(spec, spark)
+    started = time.monotonic()
+    try:
+        definition = job_definition(spec.job)
+        if not definition.multi_table:
+            raise JobSpecError(f"Cannot run job {spec.job!r} on a list of tables: it takes one table")
+    except JobSpecError as exc:
+        return _refused(spec, spark, exc, started)
+    results = []
+    for number, table in enumerate(spec.tables, 1):
+        log.info("Job %r: table %d of %d: %s", spec.job, number, len(spec.tables), table)
+        results.append(_run_one(replace(spec, table=table, tables=[]), spark))
+    return combine_results(spec, results, engine=_engine(spark), duration_s=time.monotonic() - started)
+
+
+def combine_results(
+    spec: JobSpec, results: list[JobResult], *, engine: dict[str, Any], duration_s: float
+) -> JobResult:
+    """One result for a multi-table run: ``tables`` holds each table's; failures are summed up in ``error``.
+
+    The top-level ``error`` (when any table failed) names every failed table with its error; its
+    ``type``, ``kind`` and ``action`` are those of the first failure.
+    """
+    failed = [r for r in results if r.status != "success"]
+    metrics = {"numTables": len(results), "numFailedTables": len(failed)}
+    error = None
+    if failed:
+        first = failed[0].error or {}
+        reasons = [f"{r.table!r}: {(r.error or {}).get('type')}: {(r.error or {}).get('message')}" for r in failed]
+        error = {
+            **first,
+            "message": f"{len(failed)} of {len(results)} tables failed: " + "; ".join(reasons),
+            "tables": [r.table for r in failed],
+        }
+    return JobResult(
+        status="error" if failed else "success",
+        job=spec.job,
+        table="",
+        committed=any(r.committed for r in results),
+        metrics=metrics,
+        attempts=max((r.attempts for r in results), default=0),
+        duration_s=duration_s,
+        engine=engine,
+        error=error,
+        tables=[r.to_dict() for r in results],
+    )
+
+
+def _refused(spec: JobSpec, spark: Any, exc: BaseException, started: float) -> JobResult:
+    log.error("Job %r on %r refused: %s", spec.job, spec.table or spec.tables, exc)
+    error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0, "kind": "permanent"}
+    return JobResult(
+        status="error", job=spec.job, table=spec.table, engine=_engine(spark), error=error,
+        duration_s=time.monotonic() - started,
+    )
+
+
+def _run_one(spec: JobSpec, spark: Any) -> JobResult:
+    """Run the job on one table inside the conflict policy's retry loop."""
     started = time.monotonic()
     ctx = JobContext(spec=spec, spark=spark)
     common: dict[str, Any] = {"job": spec.job, "table": spec.table, "engine": _engine(spark)}
     try:
         policy = ConflictPolicy.from_dict(spec.conflict_policy)
         fn = job_function(spec.job)
+        ctx.options  # noqa: B018 - validates the options against the job's declaration before any work
     except Exception as exc:  # noqa: BLE001 - a bad spec becomes a failed result, never a crash
-        error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0}
-        return JobResult(status="error", error=error, duration_s=time.monotonic() - started, **common)
+        return _refused(spec, spark, exc, started)
 
     def attempt() -> JobOutput:
         ctx.attempt += 1
+        if ctx.attempt > 1:
+            log.info("Job %r on %r: attempt %d of %d", spec.job, spec.table, ctx.attempt, policy.max_attempts)
         return fn(ctx)
 
+    def on_retry(exc: BaseException, number: int, delay: float) -> None:
+        ctx.discard_attempt_files(exc)
+        log.warning(
+            "Job %r on %r: attempt %d failed (%s, %s): %s; retrying in %.2f s",
+            spec.job, spec.table, number, type(exc).__name__, classify(exc), exc, delay,
+        )
+
+    log.info("Job %r on %r: starting on engine %r", spec.job, spec.table, ctx.engine)
     try:
-        out = run_with_conflict_policy(attempt, policy)
+        out = run_with_conflict_policy(attempt, policy, on_retry=on_retry)
     except Exception as exc:
-        log.exception("Job %r on %r failed after %d attempt(s)", spec.job, spec.table, ctx.attempt)
+        ctx.discard_attempt_files(exc)
         error = failure_record(exc, policy)
+        log.error(
+            "Job %r on %r failed after %d attempt(s) (%s, %s error, action %s): %s",
+            spec.job, spec.table, ctx.attempt, type(exc).__name__, error["kind"], error["action"], exc,
+            exc_info=error["kind"] == "unknown",
+        )
         if isinstance(exc, JobSpecError):
             error["action"] = "fail"  # a bad option stays bad on every retry
         return JobResult(
             status="error", error=error, attempts=ctx.attempt, duration_s=time.monotonic() - started, **common
         )
+    duration = time.monotonic() - started
+    what = f"committed version {out.version}" if out.committed else f"done at version {out.version}"
+    if out.version is None:
+        what = "done"
+    log.info(
+        "Job %r on %r: %s in %d attempt(s), %.2f s; metrics: %s",
+        spec.job, spec.table, what, ctx.attempt, duration, json.dumps(out.metrics, sort_keys=True, default=str),
+    )
     return JobResult(
         status="success",
         version=out.version,
         committed=out.committed,
         metrics=out.metrics,
         attempts=ctx.attempt,
-        duration_s=time.monotonic() - started,
+        duration_s=duration,
         **common,
     )
 
@@ -165,7 +256,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         spec = JobSpec.load(args.spec)
     except (JobSpecError, OSError) as exc:
-        error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0}
+        error = {"type": type(exc).__name__, "message": str(exc), "action": "fail", "attempts": 0,
+                 "kind": "permanent"}
         JobResult(status="error", job="?", table="?", error=error).write(args.result)
         log.error("%s", exc)
         return EXIT_BAD_INPUT
@@ -179,14 +271,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         if spark is not None:
             spark.stop()
     result.write(args.result)
-    log.info(
-        "Job %r on %r: %s (version %s, %d attempt(s))",
-        spec.job,
-        spec.table,
-        result.status,
-        result.version,
-        result.attempts,
-    )
     return EXIT_OK if result.status == "success" else EXIT_JOB_FAILED
 
 

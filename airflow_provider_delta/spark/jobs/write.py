@@ -1,17 +1,6 @@
 """The ``write`` job: an idempotent append or overwrite (Delta's replaceWhere) of rows into a table.
 
-Options:
-    mode ("append" | "overwrite", default "append"): add rows, or replace the table's rows (those
-        matching ``predicate`` when given) with them.
-    predicate (str, overwrite only): a SQL filter; every new row must satisfy it.
-    source ({"path": ..., "format": "parquet", "options": {...}}): data read with Spark
-        (``spark.read.format(format).options(**options).load(path)``) and written by Spark executors
-        (:class:`~airflow_provider_delta.spark.executor.SparkExecutor`): no row passes through the driver.
-    rows (list of objects): inline rows instead of ``source`` (small writes, tests); a DataFrame of
-        them under Spark, a pyarrow table with ``--engine local``.
-    isolation_level ("Serializable" | "WriteSerializable", default: the table's ``delta.isolationLevel``):
-        under ``WriteSerializable`` a concurrent blind append into what an overwrite read does not
-        conflict; under ``Serializable`` it raises ``ConcurrentAppendException``.
+Its options are declared in :data:`JOB` (``python -m airflow_provider_delta.spark.jobs`` lists them).
 
 With ``app_id``/``app_version`` in the spec the commit records Delta's ``txn`` action, and a run that
 finds the table already holds that application at that version or later writes nothing
@@ -20,7 +9,7 @@ does not write twice. A concurrent writer with the same ``app_id`` makes the com
 ``ConcurrentTransactionException``.
 
 Under spark-submit the data plane is Spark: the engine plans and commits in the driver, the Spark
-executors write the data (and change data) files; with ``--engine local`` it is pyarrow in this process.
+executors write the data (and change data) files; on engine ``local`` it is pyarrow in this process.
 """
 
 from __future__ import annotations
@@ -33,13 +22,78 @@ from airflow_provider_delta.core.commands.write import write
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.context import JobOutput
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 MODES = ("append", "overwrite")
 ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
+SOURCE_KEYS = frozenset({"path", "format", "options"})
+
+
+def _check(options: Mapping[str, Any]) -> None:
+    if (options["rows"] is None) == (options["source"] is None):
+        raise JobSpecError("pass exactly one of options 'rows' and 'source'")
+    if options["predicate"] is not None and options["mode"] != "overwrite":
+        raise JobSpecError("option 'predicate' needs mode 'overwrite'")
+    if options["partition_by"] is not None and options["schema_mode"] != "overwrite":
+        raise JobSpecError("option 'partition_by' needs schema_mode 'overwrite'")
+    source = options["source"]
+    if source is not None:
+        unknown = sorted(set(source) - SOURCE_KEYS)
+        if unknown:
+            raise JobSpecError(
+                f"option 'source' has unknown key {unknown[0]!r} (keys: {', '.join(sorted(SOURCE_KEYS))})"
+            )
+        if not isinstance(source.get("path"), str) or not source["path"]:
+            raise JobSpecError(f"option 'source' needs a 'path' (a string), found {source!r}")
+
+
+JOB = JobDefinition(
+    name="write",
+    summary="Append rows to a table, or overwrite it (all of it, or the rows matching a predicate).",
+    options=(
+        Option("mode", str, "append", "Add the rows, or replace the table's rows with them.", choices=MODES),
+        Option(
+            "predicate", str, None,
+            "Overwrite only: Delta's replaceWhere, a SQL filter; only matching rows are replaced and every "
+            "new row must satisfy it.",
+            aliases=("replace_where", "replaceWhere", "where"),
+        ),
+        Option(
+            "source", dict, None,
+            "Data read by Spark: `{\"path\": ..., \"format\": \"parquet\", \"options\": {...}}`, "
+            "written by Spark executors (no row passes through the driver).",
+            spark_only=True,
+        ),
+        Option("rows", list, None, "Inline rows (a list of objects) instead of `source`: small writes, tests."),
+        Option(
+            "isolation_level", str, None,
+            "Default: the table's `delta.isolationLevel`. Under WriteSerializable a concurrent blind append "
+            "into what an overwrite read does not conflict.",
+            choices=ISOLATION_LEVELS,
+            aliases=("isolation", "isolationLevel"),
+        ),
+        Option(
+            "schema_mode", str, None,
+            "`merge`: add the rows' new columns to the table (mergeSchema); `overwrite` (full overwrite "
+            "only): replace the schema (overwriteSchema).",
+            choices=("merge", "overwrite"),
+            aliases=("merge_schema", "mergeSchema", "overwrite_schema", "overwriteSchema"),
+        ),
+        Option(
+            "partition_by", list, None, "With schema_mode `overwrite`: the new partition columns.", items=str,
+            aliases=("partitionBy", "partition_cols", "partition_columns"),
+        ),
+    ),
+    engines=("spark", "local"),
+    app_transaction=True,
+    check=_check,
+)
 
 
 def _load_data(ctx: JobContext) -> Any:
@@ -50,10 +104,8 @@ def _load_data(ctx: JobContext) -> Any:
     """
     if "data" in ctx.cache:
         return ctx.cache["data"]
-    rows = ctx.option("rows", kind=list)
-    source = ctx.option("source", kind=dict)
-    if (rows is None) == (source is None):
-        raise JobSpecError("Cannot run job 'write': pass exactly one of options 'rows' and 'source'")
+    rows = ctx.option("rows")
+    source = ctx.option("source")
     data: Any
     if rows is not None:
         data = pa.Table.from_pylist(rows)
@@ -61,8 +113,6 @@ def _load_data(ctx: JobContext) -> Any:
             data = ctx.spark.createDataFrame(data)
     else:
         spark = ctx.require_spark("option 'source'")
-        if not isinstance(source.get("path"), str):
-            raise JobSpecError(f"Cannot run job 'write': option 'source' needs a 'path', found {source!r}")
         reader = spark.read.format(source.get("format", "parquet")).options(**source.get("options", {}))
         data = reader.load(source["path"])
     ctx.cache["data"] = data
@@ -87,23 +137,18 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(spec)).committed                                  # doctest: +SKIP
         True
     """
-    mode = ctx.option("mode", "append", kind=str)
-    predicate = ctx.option("predicate", kind=str)
-    isolation = ctx.option("isolation_level", kind=str)
-    if isolation is not None and isolation not in ISOLATION_LEVELS:
-        raise JobSpecError(
-            f"Cannot run job 'write': option 'isolation_level' must be one of {ISOLATION_LEVELS}, found {isolation!r}"
-        )
-    if mode not in MODES:
-        raise JobSpecError(f"Cannot run job 'write': option 'mode' must be one of {MODES}, found {mode!r}")
-    if predicate is not None and mode != "overwrite":
-        raise JobSpecError("Cannot run job 'write': option 'predicate' needs mode 'overwrite'")
+    options = ctx.options
     data = _load_data(ctx)
     snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
+    ctx.progress(
+        "%s on version %d (%d files)%s", options["mode"], snapshot.version, snapshot.num_files,
+        f" where {options['predicate']}" if options["predicate"] else "",
+    )
     result = write(
-        snapshot, data, mode=mode, predicate=predicate, isolation_level=isolation,
-        app_id=ctx.spec.app_id, app_version=ctx.spec.app_version, before_commit=ctx.before_commit,
-        executor=_executor(ctx, data),
+        snapshot, data, mode=options["mode"], predicate=options["predicate"],
+        isolation_level=options["isolation_level"], schema_mode=options["schema_mode"],
+        partition_by=options["partition_by"], app_id=ctx.spec.app_id, app_version=ctx.spec.app_version,
+        before_commit=ctx.before_commit, executor=ctx.track(_executor(ctx, data)),
     )
     if not result.committed:
         return JobOutput(

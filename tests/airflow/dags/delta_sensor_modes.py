@@ -19,3 +19,6 @@ with DAG("test_delta_sensor_reschedule", schedule=None, start_date=datetime(2026
 
 with DAG("test_delta_sensor_deferred", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag_d:
     DeltaVersionSensor(task_id="wait", table=TABLE, deferrable=True, poke_interval=1, timeout=60)
+
+with DAG("test_delta_sensor_poke", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag_p:
+    DeltaVersionSensor(task_id="wait", table=TABLE, mode="poke", after_version=0, poke_interval=1, timeout=60)

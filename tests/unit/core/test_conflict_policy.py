@@ -11,19 +11,28 @@ import pytest
 from airflow_provider_delta.core import DeltaTable
 from airflow_provider_delta.core.transaction.policy import (
     ConflictPolicy,
+    classify,
     failure_record,
     run_with_conflict_policy,
 )
 from airflow_provider_delta.exceptions import (
+    CommitOutcomeUnknownError,
     CommitRetriesExhaustedError,
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,
     ConcurrentDeleteReadException,
     ConcurrentTransactionException,
+    DataFileError,
     DeltaError,
+    ExecutorEnvironmentError,
+    JobSpecError,
     MetadataChangedException,
+    PredicateError,
     ProtocolChangedException,
     SchemaMismatchError,
+    StorageAccessDeniedError,
+    StorageUnavailableError,
+    TableNotFoundError,
     UnsupportedFeatureError,
 )
 
@@ -38,8 +47,9 @@ from airflow_provider_delta.exceptions import (
         (ProtocolChangedException, "retry"),
         (ConcurrentTransactionException, "fail"),
         (CommitRetriesExhaustedError, "airflow_retry"),
-        (SchemaMismatchError, "airflow_retry"),
-        (OSError, "airflow_retry"),
+        (SchemaMismatchError, "fail"),  # permanent: a retry cannot fix it
+        (OSError, "retry"),  # transient I/O
+        (RuntimeError, "airflow_retry"),  # unknown: Airflow's usual retries
     ],
 )
 def test_default_action_per_exception(exc, action):
@@ -71,7 +81,7 @@ def test_overrides_win_and_the_base_class_name_covers_every_conflict():
     assert policy.action_for("ConcurrentAppendException") == "skip"
     assert policy.action_for(MetadataChangedException("m")) == "airflow_retry"
     assert policy.action_for("ConcurrentTransactionException") == "airflow_retry"
-    assert policy.action_for(SchemaMismatchError("s")) == "airflow_retry"
+    assert policy.action_for(SchemaMismatchError("s")) == "fail"  # not a conflict: the base does not cover it
 
 
 def test_policy_round_trips_through_json():
@@ -145,7 +155,7 @@ def test_fail_action_raises_at_once_with_attempts_recorded():
     assert (info.value.conflict_attempts, info.value.conflict_action) == (1, "fail")
     record = failure_record(info.value)
     assert record == {"type": "ConcurrentTransactionException", "message": str(info.value),
-                      "action": "fail", "attempts": 1, "is_conflict": True}
+                      "action": "fail", "attempts": 1, "is_conflict": True, "kind": "conflict"}
 
 
 def test_retries_stop_after_max_attempts_and_raise_the_last_conflict():
@@ -161,3 +171,65 @@ def test_retries_stop_after_max_attempts_and_raise_the_last_conflict():
                                  sleep=waits.append)
     assert waits == [0.5, 1.0]
     assert info.value.conflict_attempts == 3
+
+
+@pytest.mark.parametrize(
+    ("error", "kind", "action"),
+    [
+        # The errors the issue names: permanent, never a conflict, no retries.
+        (PredicateError("Cannot parse predicate 'a >'"), "permanent", "fail"),
+        (SchemaMismatchError("column 'channel' is not in the table schema"), "permanent", "fail"),
+        (TableNotFoundError("no table at '/x'"), "permanent", "fail"),
+        (JobSpecError("unknown option 'x'"), "permanent", "fail"),
+        (UnsupportedFeatureError("reader feature 'variantType'"), "permanent", "fail"),
+        (PermissionError(13, "Permission denied"), "permanent", "fail"),
+        (KeyError("id"), "permanent", "fail"),
+        # Transient I/O and storage throttling: retried.
+        (TimeoutError("read timed out"), "transient", "retry"),
+        (ConnectionResetError(104, "Connection reset by peer"), "transient", "retry"),
+        (OSError("AWS Error SLOW_DOWN during PutObject operation: Please reduce your request rate."),
+         "transient", "retry"),
+        # The object-store errors: a store that failed through its retries, a commit of unknown outcome.
+        (StorageUnavailableError("s3://b/t: 503 through 5 attempts"), "transient", "retry"),
+        (CommitOutcomeUnknownError("s3://b/t: PUT of version 3 timed out", version=3), "transient", "retry"),
+        (StorageAccessDeniedError("s3://b/t: InvalidAccessKeyId"), "permanent", "fail"),
+        (ExecutorEnvironmentError("A Spark executor's Python cannot import 'pyarrow'"), "permanent", "fail"),
+        # Conflicts as before.
+        (ConcurrentAppendException("x"), "conflict", "retry"),
+        (ConcurrentTransactionException("x"), "conflict", "fail"),
+        (RuntimeError("something else"), "unknown", "airflow_retry"),
+    ],
+)
+def test_errors_are_classified_and_permanent_ones_fail_by_default(error, kind, action):
+    assert classify(error) == kind
+    assert classify(type(error).__name__, str(error)) == kind  # as a job result reports it
+    assert ConflictPolicy().action_for(error) == action
+    assert ConflictPolicy().action_for(type(error).__name__, str(error)) == action
+
+
+def test_spark_errors_are_classified_by_name_and_text():
+    assert classify("AnalysisException", "[PATH_NOT_FOUND] Path does not exist: /landing") == "permanent"
+    assert classify("Py4JJavaError", "java.net.SocketTimeoutException: Read timed out") == "transient"
+    assert classify("Py4JJavaError", "Job aborted: executor lost") == "unknown"
+
+
+def test_a_delta_error_caused_by_a_transient_io_error_is_transient():
+    def read() -> None:
+        try:
+            raise TimeoutError("read of part-0001.parquet timed out")
+        except TimeoutError as io:
+            raise DataFileError("Cannot read data file 'part-0001.parquet'") from io
+
+    with pytest.raises(DataFileError) as info:
+        read()
+    assert classify(info.value) == "transient"
+    assert classify(DataFileError("Cannot read data file 'x': missing")) == "permanent"
+
+
+def test_a_whole_class_of_errors_can_be_overridden():
+    policy = ConflictPolicy(overrides={"transient": "airflow_retry", "permanent": "skip"})
+    assert policy.action_for(TimeoutError("t")) == "airflow_retry"
+    assert policy.action_for("PredicateError") == "skip"
+    assert policy.action_for("ConcurrentAppendException") == "retry"
+    assert ConflictPolicy(overrides={"PredicateError": "airflow_retry", "permanent": "skip"}).action_for(
+        PredicateError("p")) == "airflow_retry"  # a named exception wins over its class

@@ -13,7 +13,12 @@ import pytest
 
 from airflow_provider_delta.core import DeltaTable
 from airflow_provider_delta.core.log.paths import commit_path
-from airflow_provider_delta.core.log.sensing import current_version, has_new_version, new_commits
+from airflow_provider_delta.core.log.sensing import (
+    current_table_id,
+    current_version,
+    has_new_version,
+    new_commits,
+)
 from airflow_provider_delta.core.storage import FileInfo, LocalStorage
 from airflow_provider_delta.exceptions import NotADeltaTableError
 
@@ -197,3 +202,55 @@ def test_permission_denied_fails_at_once(table: Path):
 
 def test_current_version_is_the_latest_version(table: Path):
     assert current_version(str(table)) == DeltaTable.latest_version(str(table)) == 3
+
+
+def test_a_table_recreated_past_the_baseline_is_told_apart_by_its_id(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    old = DeltaTable.create(path, SCHEMA)
+    old.append(pa.table({"id": [1]}, schema=SCHEMA))
+    old_id = current_table_id(path)
+    assert old_id == old.snapshot.metadata.id
+    shutil.rmtree(path)
+    new = DeltaTable.create(path, SCHEMA)
+    for i in range(3):
+        new.append(pa.table({"id": [i]}, schema=SCHEMA))
+
+    by_version_only = new_commits(path, 1)  # versions 2..3 look like new commits of the old table
+    assert (by_version_only.recreated, by_version_only.start_version) == (False, 2)
+    result = new_commits(path, 1, table_id=old_id)
+    assert result.recreated is True
+    assert (result.previous_version, result.start_version, result.latest_version) == (None, 0, 3)
+    assert result.table_id == new.snapshot.metadata.id != old_id
+    assert [c.version for c in result.commits] == [0, 1, 2, 3]
+    same = new_commits(path, 2, table_id=result.table_id)
+    assert (same.recreated, same.start_version) == (False, 3)
+
+
+def test_the_table_id_comes_from_the_checkpoint_once_version_0_is_cleaned_up(tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    table = DeltaTable.create(path, SCHEMA)
+    for i in range(3):
+        table.append(pa.table({"id": [i]}, schema=SCHEMA))
+    table.checkpoint()
+    (tmp_path / "t" / commit_path(0)).unlink()
+    assert current_table_id(path) == DeltaTable(path).snapshot.metadata.id
+    assert current_table_id(str(tmp_path / "nothing")) is None
+
+
+def test_the_id_is_read_from_the_head_of_a_large_first_commit(tmp_path: Path) -> None:
+    from airflow_provider_delta.core.log.identity import HEAD_BYTES, read_table_id
+
+    path = str(tmp_path / "t")
+    table = DeltaTable.create(path, SCHEMA)
+    first = tmp_path / "t" / commit_path(0)
+    # Pad version 0 far past the head with an (ignored) unknown action after metaData.
+    first.write_bytes(first.read_bytes() + orjson.dumps({"x": "y" * (3 * HEAD_BYTES)}) + b"\n")
+    reads: list[str] = []
+
+    class Counting(LocalStorage):
+        def read_bytes(self, relative_path: str) -> bytes:
+            reads.append(relative_path)
+            return super().read_bytes(relative_path)
+
+    assert read_table_id(Counting(path)) == table.snapshot.metadata.id
+    assert reads == []  # found in the first 64 KiB, the rest never read

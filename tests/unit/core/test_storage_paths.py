@@ -11,7 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.storage import ArrowFileSystemStorage, LocalStorage, is_inside
+from airflow_provider_delta.core.storage import LocalStorage, is_inside
+from airflow_provider_delta.core.storage.arrow import ArrowFileSystemStorage
+from airflow_provider_delta.core.storage.object_store import ObjectStoreStorage
 from airflow_provider_delta.exceptions import DataFileError
 
 if TYPE_CHECKING:
@@ -52,11 +54,20 @@ def test_paths_escaping_the_table_are_refused(path: str) -> None:
     assert info.value.path == path
 
 
-def test_object_store_paths_stay_in_their_bucket_and_prefix() -> None:
-    storage = ArrowFileSystemStorage(pafs.LocalFileSystem(), "bucket/t", scheme="s3")
-    assert storage.resolve("p=1/x.parquet") == "bucket/t/p=1/x.parquet"
-    assert storage.resolve("s3a://bucket/t/x.parquet") == "bucket/t/x.parquet"
-    for path in ("s3://bucket/u/x.parquet", "s3://other/t/x.parquet", "../u/x.parquet", "gs://bucket/t/x"):
+def test_pyarrow_file_system_paths_stay_in_the_table() -> None:
+    storage = ArrowFileSystemStorage(pafs.LocalFileSystem(), "namenode/t", scheme="hdfs")
+    assert storage.resolve("p=1/x.parquet") == "namenode/t/p=1/x.parquet"
+    assert storage.resolve("hdfs://namenode/t/x.parquet") == "namenode/t/x.parquet"
+    for path in ("hdfs://namenode/u/x.parquet", "hdfs://other/t/x.parquet", "../u/x.parquet", "gs://namenode/t/x"):
+        with pytest.raises(DataFileError):
+            storage.resolve(path)
+
+
+def test_object_store_keys_stay_under_the_table_prefix() -> None:
+    storage = ObjectStoreStorage("s3://bucket/t", {"aws_region": "us-east-1"}, store=object())
+    assert storage.resolve("p=1/x.parquet") == "t/p=1/x.parquet"
+    assert storage.resolve("s3a://bucket/t/x.parquet") == "t/x.parquet"
+    for path in ("s3://bucket/u/x.parquet", "../u/x.parquet", "p=1/../../u/x.parquet", "%2E%2E/u/x.parquet"):
         with pytest.raises(DataFileError):
             storage.resolve(path)
 

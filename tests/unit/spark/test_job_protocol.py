@@ -73,7 +73,7 @@ def test_unknown_job_writes_a_failed_result_with_action_fail(tmp_path: Path) -> 
     assert result.error is not None
     assert result.error["type"] == "JobSpecError"
     assert result.error["action"] == "fail"
-    assert "known: checkpoint, write" in result.error["message"]
+    assert f"known: {', '.join(sorted(JOBS))}" in result.error["message"]
 
 
 def test_unreadable_spec_exits_1_with_a_result(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from tests.spark_jobs.helpers import (
     append_to_part_a,
     barrier_hooks,
     make_table,
+    orphan_files,
     overwrite_part_a_spec_options,
 )
 
@@ -133,6 +134,8 @@ def test_concurrent_append_into_the_overwritten_partition_is_retried_in_the_job_
     assert result.version == 5
     # The retry started from version 4, so the concurrent row was replaced too.
     assert deltalake.DeltaTable(str(tmp_path / "t")).to_pyarrow_table()["id"].to_pylist() == [7]
+    # The losing attempt's data file was deleted before the retry wrote its own.
+    assert orphan_files(tmp_path / "t") == set()
 
 
 @pytest.mark.parametrize("action", ["fail", "airflow_retry", "skip"])
@@ -148,6 +151,7 @@ def test_concurrent_append_is_reported_with_the_policy_action_and_leaves_the_win
     rs = deltalake.DeltaTable(str(tmp_path / "t"))
     assert rs.version() == 4
     assert sorted(rs.to_pyarrow_table()["id"].to_pylist()) == [0, 1, 2, 100]
+    assert orphan_files(tmp_path / "t") == set()  # the refused attempt's files are gone too
 
 
 def test_exhausted_in_job_retries_report_every_attempt(tmp_path: Path) -> None:
@@ -190,4 +194,4 @@ def test_source_option_without_spark_fails_with_a_clear_message(tmp_path: Path) 
     assert code == 2
     assert result.error is not None
     assert result.error["action"] == "fail"
-    assert "option 'source' needs Spark" in result.error["message"]
+    assert "option 'source' needs engine 'spark'" in result.error["message"]

@@ -13,11 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-import pyarrow.dataset as ds
-
-from airflow_provider_delta.core.commands.merge.local import execute_merge
+from airflow_provider_delta.core.commands.merge.command import execute_merge
 from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
+from airflow_provider_delta.core.commands.merge.source import as_merge_source
 from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 from airflow_provider_delta.core.session import write_defaults
 from airflow_provider_delta.exceptions import MergeError
@@ -29,30 +27,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["MergeBuilder", "as_source_table", "run_merge_sql"]
-
-
-def as_source_table(source: Any) -> pa.Table:
-    """The merge source as one Arrow table (a Table, RecordBatch, RecordBatchReader or dataset).
-
-    Raises:
-        MergeError: the source is of another type.
-    """
-    if isinstance(source, pa.Table):
-        return source
-    if isinstance(source, pa.RecordBatch):
-        return pa.Table.from_batches([source])
-    if isinstance(source, pa.RecordBatchReader):
-        return source.read_all()
-
-    if isinstance(source, ds.Dataset):
-        return source.to_table()
-    if hasattr(source, "__arrow_c_stream__"):
-        return pa.RecordBatchReader.from_stream(source).read_all()
-    raise MergeError(
-        f"Cannot merge from a source of type {type(source).__name__!r}: expected a pyarrow Table, "
-        "RecordBatch, RecordBatchReader or dataset"
-    )
+__all__ = ["MergeBuilder", "run_merge_sql"]
 
 
 def _pairs(mapping: Mapping[str, str] | None, what: str) -> tuple[tuple[str, str], ...]:
@@ -69,7 +44,8 @@ class MergeBuilder:
 
     Args:
         target: gives the snapshot to merge into when :meth:`execute` runs (the table's newest).
-        source: the source rows (a pyarrow Table, RecordBatch, RecordBatchReader or dataset).
+        source: the source rows (a pyarrow Table, RecordBatch, RecordBatchReader or dataset), or a
+            ``MergeSource`` (``airflow_provider_delta.spark.merge_delta`` passes a Spark DataFrame's).
         condition: the join condition as SQL, e.g. ``"t.id = s.id"``.
         source_alias: how conditions and values name the source.
         target_alias: how they name the target.
@@ -107,6 +83,19 @@ class MergeBuilder:
         self._schema_evolution = schema_evolution
         self._isolation_level = isolation_level
         self._clauses: list[MergeClause] = []
+
+    @classmethod
+    def from_spec(cls, target: Callable[[], Snapshot], source: Any, spec: MergeSpec, **options: Any) -> MergeBuilder:
+        """A builder holding a parsed statement's clauses (``options`` as for the constructor).
+
+        ``MERGE WITH SCHEMA EVOLUTION`` turns evolution on; without it the session default applies.
+        """
+        builder = cls(
+            target, source, spec.condition, source_alias=spec.source_alias, target_alias=spec.target_alias,
+            schema_evolution=spec.schema_evolution or None, **options,
+        )
+        builder._clauses.extend(spec.clauses)
+        return builder
 
     def _add(
         self,
@@ -186,7 +175,7 @@ class MergeBuilder:
             DeltaConcurrentModificationException: a concurrent commit conflicts.
         """
         result = execute_merge(
-            self._target(), self.spec(), as_source_table(self._source), isolation_level=self._isolation_level,
+            self._target(), self.spec(), as_merge_source(self._source), isolation_level=self._isolation_level,
             executor=self._executor,
         )
         if self._on_commit is not None:
@@ -217,17 +206,7 @@ def run_merge_sql(
                 clause="USING",
             )
         source = found[0]
-    spec = parsed.spec
-    builder = MergeBuilder(
-        target,
-        source,
-        spec.condition,
-        source_alias=spec.source_alias,
-        target_alias=spec.target_alias,
-        schema_evolution=spec.schema_evolution or None,
-        isolation_level=isolation_level,
-        on_commit=on_commit,
-        executor=executor,
+    builder = MergeBuilder.from_spec(
+        target, source, parsed.spec, isolation_level=isolation_level, on_commit=on_commit, executor=executor
     )
-    builder._clauses.extend(spec.clauses)
     return builder.execute()

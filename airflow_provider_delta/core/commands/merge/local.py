@@ -1,20 +1,20 @@
-"""Execute a MERGE plan on the local pyarrow engine and commit it.
+"""Execute a MERGE plan's row work on the local pyarrow engine (the command commits it).
 
 Vectorised throughout: the equi-join keys go through Arrow's hash join (``pa.Table.join``), clause
 conditions and values are Arrow expressions over the joined rows, and the rewritten files are built
 by column-wise take/if_else. Steps:
 
-1. read the target files the plan's predicate selects (recorded as the transaction's read);
+1. read the candidate target files (the transaction's read) through the executor's ``read_files``;
 2. join target and source rows on the keys, filter by the rest of the condition: matched pairs;
 3. give every matched pair, unmatched target row and unmatched source row the first clause whose
    condition holds; refuse a target row that two source rows would update or delete;
 4. rewrite only the files holding an updated or deleted row (other rows of those files are copied,
    in their order), write inserted rows as new files, write ``_change_data`` files when the table
-   records its changes and files were rewritten (insert-only merges are plain appends);
-5. commit one ``MERGE`` version with the evolved metadata, Delta's operation parameters and metrics.
+   records its changes and files were rewritten (insert-only merges are plain appends), through the
+   executor's ``write_files`` / ``write_changes``.
 
 Example:
-    >>> execute_merge(snapshot, spec, source)["numTargetRowsUpdated"]   # doctest: +SKIP
+    >>> merge_locally(job, LocalExecutor()).counts["numTargetRowsMatchedUpdated"]   # doctest: +SKIP
     2
 """
 
@@ -28,18 +28,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_delta.core.change_data import cdf_enabled
-from airflow_provider_delta.core.commands.merge.plan import JoinKey, field_at, plan_merge, source_key_column
-from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
-from airflow_provider_delta.core.commands.schema.write import with_metadata
-from airflow_provider_delta.core.executor import LocalExecutor
+from airflow_provider_delta.core.commands.merge.job import MergeOutcome
+from airflow_provider_delta.core.commands.merge.plan import JoinKey, field_at, source_key_column
+from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
 from airflow_provider_delta.core.expressions import Column, evaluate
 from airflow_provider_delta.core.parallel import run_parallel
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.conform import conform_array, null_table
-from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.changes import tag_changes
-from airflow_provider_delta.core.write.memory import rewrite_memory_pool
-from airflow_provider_delta.core.write.rows import check_table_writable
 from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, SchemaMismatchError
 
@@ -47,14 +43,14 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
-    from airflow_provider_delta.core.commands.merge.model import MergeSpec
+    from airflow_provider_delta.core.commands.merge.job import MergeJob
     from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["execute_merge"]
+__all__ = ["assign_values", "merge_locally"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
 
@@ -184,13 +180,25 @@ def _set_nested(struct: pa.ChunkedArray, names: Sequence[str], value: pa.Chunked
     return pa.chunked_array([pa.StructArray.from_arrays(children, fields=fields)])
 
 
+def assign_values(
+    base: pa.Table, path: Sequence[str], values: pa.Array | pa.ChunkedArray, schema: StructType, where: str
+) -> pa.Table:
+    """``base`` (rows in the evolved ``schema``) with the column or nested field at ``path`` set to
+    ``values``, cast to its type as Spark's store assignment does (the Spark executor's tasks too).
+
+    Raises:
+        MergeError: a value does not fit the column (naming ``where`` and the column).
+    """
+    value = _conform(values, schema, path, where)
+    index = base.schema.get_field_index(path[0])
+    column = value if len(path) == 1 else _set_nested(base.column(index), path[1:], value)
+    return base.set_column(index, base.schema.field(index), column)
+
+
 def _apply(scope: _Scope, base: pa.Table, clause: PlannedClause, schema: StructType) -> pa.Table:
     """``base`` (rows in the evolved schema) with the clause's assignments applied."""
     for a in clause.assignments:
-        value = _conform(scope.value(a.value), schema, a.path, clause.label)
-        index = base.schema.get_field_index(a.path[0])
-        column = value if len(a.path) == 1 else _set_nested(base.column(index), a.path[1:], value)
-        base = base.set_column(index, base.schema.field(index), column)
+        base = assign_values(base, a.path, scope.value(a.value), schema, clause.label)
     return base
 
 
@@ -296,9 +304,13 @@ def _run_clauses(plan: MergePlan, target: _Target, source: pa.Table) -> _Outcome
     ta, sa = plan.target_alias, plan.source_alias
     tidx, sidx = _matched_pairs(plan, target, source)
     if plan.matched and len(tidx):
-        scope = _Scope({ta: target.take(tidx), sa: source.take(_indices(sidx))})
+        pair_t, pair_s = tidx, sidx
+        if plan.duplicates_allowed:  # a lone unconditional DELETE: each target row once (one change row)
+            pair_t, first = np.unique(tidx, return_index=True)
+            pair_s = sidx[first]
+        scope = _Scope({ta: target.take(pair_t), sa: source.take(_indices(pair_s))})
         chosen = _choose(scope, plan.matched)
-        acted = tidx[chosen >= 0]
+        acted = pair_t[chosen >= 0]
         seen = np.zeros(target.num_rows, dtype=bool)
         seen[acted] = True
         if not plan.duplicates_allowed and np.count_nonzero(seen) < len(acted):
@@ -308,7 +320,7 @@ def _run_clauses(plan: MergePlan, target: _Target, source: pa.Table) -> _Outcome
                 "join keys, e.g. keep the latest change per key",
                 clause="ON condition",
             )
-        _apply_clauses(out, plan.matched, scope, chosen, tidx, ta, plan.schema, "Matched")
+        _apply_clauses(out, plan.matched, scope, chosen, pair_t, ta, plan.schema, "Matched")
     if plan.not_matched_by_source:
         matched = np.zeros(target.num_rows, dtype=bool)
         matched[tidx] = True
@@ -409,70 +421,38 @@ def _read_target(
     return _Target(parts, to_arrow_schema(schema))
 
 
-def _evolved_snapshot(snapshot: Snapshot, plan: MergePlan) -> Snapshot:
-    """The snapshot as writers must see it: with the evolved schema (column mapping ids for new fields)."""
-    if not plan.evolved:
-        return snapshot
-    return with_metadata(snapshot, metadata_with_schema(snapshot.metadata, plan.schema))
-
-
-def execute_merge(
-    snapshot: Snapshot,
-    spec: MergeSpec,
-    source: pa.Table,
-    *,
-    isolation_level: Any = None,
-    executor: Executor | None = None,
-) -> dict[str, Any]:
-    """Plan, execute and commit a MERGE; return Delta's merge metrics plus ``version``.
+def merge_locally(job: MergeJob, executor: Executor) -> MergeOutcome:
+    """The row work of a planned MERGE in this process (see the module docstring).
 
     Raises:
-        MergeError: invalid statement (see :func:`plan_merge`), or a value that does not fit its column.
+        MergeError: a value does not fit its column, or the plan holds SQL only Spark evaluates.
         MergeMultipleMatchError: two source rows would update or delete one target row.
     """
-    with rewrite_memory_pool():  # jemalloc: far fewer page faults than mimalloc for a rewrite
-        return _execute_merge(snapshot, spec, source, isolation_level=isolation_level,
-                              executor=executor or LocalExecutor())
-
-
-def _execute_merge(
-    snapshot: Snapshot, spec: MergeSpec, source: pa.Table, *, isolation_level: Any, executor: Executor
-) -> dict[str, Any]:
+    plan, files = job.plan, job.files
+    if plan.engine_only or not isinstance(job.source, ArrowMergeSource):
+        raise MergeError(
+            f"Cannot run MERGE into table {job.reader.location!r} locally: "
+            + (f"{plan.engine_only[0]} uses SQL only Spark evaluates"
+               if plan.engine_only else "the source is not a pyarrow table")
+            + ". Help: run it with airflow_provider_delta.spark.merge_delta",
+            clause=plan.engine_only[0] if plan.engine_only else "source",
+        )
     started = time.monotonic()
-    plan = plan_merge(snapshot, spec, source)
-    if plan.matched or plan.not_matched_by_source:  # as Delta: only insert-only merges may run append-only
-        refuse_if_append_only(snapshot.metadata, snapshot.location, "MERGE", snapshot.version)
-    writer = _evolved_snapshot(snapshot, plan)
-    check_table_writable(writer)  # before any file is written
-    txn = Transaction(
-        snapshot,
-        operation="MERGE",
-        operation_parameters=plan.operation_parameters,
-        isolation_level=isolation_level,
-    )
-    files = txn.read_files(plan.file_predicate)
-    target = _read_target(executor, snapshot, files, writer.schema)
+    source = job.source.table
+    target = _read_target(executor, job.reader, files, job.writer.schema)
     scanned = time.monotonic()
     out = _run_clauses(plan, target, source)
     touched, rewritten, updated, deleted = _rewrite(target, out)
     inserted = pa.concat_tables(out.inserted) if out.inserted else None
     removed = [files[i] for i in touched]
-    changes = _changes(writer, out, target, updated, deleted, inserted) if removed else None
-    adds, cdc = _write(executor, writer, [t for t in (rewritten, inserted) if t is not None and t.num_rows], changes)
-    if plan.evolved:
-        txn.update_metadata(writer.metadata)
-    txn.remove(*removed)
-    txn.add(*adds)
-    txn.add_cdc(*cdc)
-    metrics = _metrics(plan, source, out, rewritten, adds, removed, cdc)
-    metrics.update(
-        executionTimeMs=int((time.monotonic() - started) * 1000),
-        scanTimeMs=int((scanned - started) * 1000),
-        rewriteTimeMs=int((time.monotonic() - scanned) * 1000),
+    changes = _changes(job.writer, out, target, updated, deleted, inserted) if removed else None
+    tables = [t for t in (rewritten, inserted) if t is not None and t.num_rows]
+    adds, cdc = _write(executor, job.writer, tables, changes)
+    updated_rows = out.counts["numTargetRowsMatchedUpdated"] + out.counts["numTargetRowsNotMatchedBySourceUpdated"]
+    return MergeOutcome(
+        removed=removed, added=adds, cdc=cdc, counts=dict(out.counts),
+        copied_rows=rewritten.num_rows - updated_rows, scan_seconds=scanned - started,
     )
-    txn.operation_metrics = metrics
-    version = txn.commit() if (adds or removed or plan.evolved) else None
-    return {**metrics, "version": version}
 
 
 def _changes(
@@ -503,38 +483,3 @@ def _write(
     adds = executor.write_files(target, pa.concat_tables(tables)) if tables else []
     cdc = executor.write_changes(target, [changes]) if changes is not None and changes.num_rows else []
     return adds, cdc
-
-
-def _metrics(
-    plan: MergePlan,
-    source: pa.Table,
-    out: _Outcome,
-    rewritten: pa.Table,
-    adds: Sequence[AddFile],
-    removed: Sequence[AddFile],
-    cdc: Sequence[Any],
-) -> dict[str, Any]:
-    c = out.counts
-    updated = c["numTargetRowsMatchedUpdated"] + c["numTargetRowsNotMatchedBySourceUpdated"]
-    deleted = c["numTargetRowsMatchedDeleted"] + c["numTargetRowsNotMatchedBySourceDeleted"]
-    copied = rewritten.num_rows - updated
-    return {
-        "numSourceRows": source.num_rows,
-        "numTargetRowsInserted": c["numTargetRowsInserted"],
-        "numTargetRowsUpdated": updated,
-        "numTargetRowsMatchedUpdated": c["numTargetRowsMatchedUpdated"],
-        "numTargetRowsNotMatchedBySourceUpdated": c["numTargetRowsNotMatchedBySourceUpdated"],
-        "numTargetRowsDeleted": deleted,
-        "numTargetRowsMatchedDeleted": c["numTargetRowsMatchedDeleted"],
-        "numTargetRowsNotMatchedBySourceDeleted": c["numTargetRowsNotMatchedBySourceDeleted"],
-        "numTargetRowsCopied": copied,
-        "numOutputRows": rewritten.num_rows + c["numTargetRowsInserted"],
-        "numTargetFilesAdded": len(adds),
-        "numTargetFilesRemoved": len(removed),
-        "numTargetChangeFilesAdded": len(cdc),
-        "numTargetBytesAdded": sum(a.size for a in adds),
-        "numTargetBytesRemoved": sum(r.size for r in removed),
-        "numTargetDeletionVectorsAdded": 0,
-        "numTargetDeletionVectorsRemoved": 0,
-        "numTargetDeletionVectorsUpdated": 0,
-    }

@@ -1,9 +1,14 @@
 """Plan a MERGE: resolve its clauses against the target and source, evolve the schema, prune files.
 
 The plan is engine-neutral: bound expressions (evaluated over rows laid out as one struct column per
-alias, see :func:`airflow_provider_delta.core.expressions.bind`), the schema the commit will have,
-the equi-join keys, and the predicate that selects the target files that can hold affected rows.
-An executor (:mod:`airflow_provider_delta.core.commands.merge.local`, or Spark) turns it into files and actions.
+alias, see :func:`airflow_provider_delta.core.expressions.bind`) together with their Spark SQL text,
+the schema the commit will have, the equi-join keys, and the predicate that selects the target files
+that can hold affected rows. An executor turns it into files and actions: the local one with pyarrow
+(:mod:`airflow_provider_delta.core.commands.merge.local`), Spark's with a Spark join over the SQL texts.
+The source is a :class:`~airflow_provider_delta.core.commands.merge.source.MergeSource`: its schema, a
+summary of its key values (computed by its engine), and for Spark a typer for SQL that core's
+expressions do not cover (CASE, the Spark function library): such an expression is planned as an
+:class:`EngineExpr`, typed by Spark's analyzer, and only the Spark executor can run the plan.
 
 Schema evolution follows Delta Lake (``MERGE WITH SCHEMA EVOLUTION`` / ``autoMerge``):
 
@@ -30,6 +35,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_delta.core.commands.merge.source import (
+    KeySummary,
+    MergeSource,
+    SourceSummary,
+    as_merge_source,
+)
+from airflow_provider_delta.core.commands.merge.source import source_key_column as source_key_column
 from airflow_provider_delta.core.expressions import (
     And,
     Column,
@@ -41,11 +53,9 @@ from airflow_provider_delta.core.expressions import (
     _type_of,
     bind,
     conjuncts,
-    evaluate,
     parse_expression,
     parse_predicate,
     require_boolean,
-    to_sql,
 )
 from airflow_provider_delta.core.schema import types as t
 from airflow_provider_delta.core.schema.arrow import (
@@ -62,30 +72,42 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
+    from airflow_provider_delta.core.commands.merge.source import SqlTyper
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["Assignment", "JoinKey", "MergePlan", "PlannedClause", "plan_merge"]
+__all__ = ["Assignment", "EngineExpr", "JoinKey", "MergePlan", "PlannedClause", "plan_merge"]
 
-_IN_LIST_LIMIT = 1000  # partition keys: an IN list of the source's distinct values up to this many
+
+@dataclass(frozen=True)
+class EngineExpr(Expr):
+    """SQL outside core's expression surface, typed by the executing engine (Spark) and run only there."""
+
+    sql: str
+    dtype: pa.DataType | None = None
 
 
 @dataclass(frozen=True)
 class Assignment:
-    """``target path = value``: the path in the evolved schema's spelling, the value bound in the clause scope."""
+    """``target path = value``: the path in the evolved schema's spelling, the value bound in the clause scope.
+
+    ``sql`` is the value as Spark SQL over the clause's aliases (what the Spark executor evaluates).
+    """
 
     path: tuple[str, ...]
     value: Expr
+    sql: str
 
 
 @dataclass(frozen=True)
 class PlannedClause:
-    """A resolved clause. ``assignments`` is empty for DELETE."""
+    """A resolved clause. ``assignments`` is empty for DELETE; ``condition_sql`` is the condition's text."""
 
     kind: str
     action: str
     label: str
     condition: Expr | None
     assignments: tuple[Assignment, ...]
+    condition_sql: str | None = None
 
 
 @dataclass(frozen=True)
@@ -119,11 +141,19 @@ class MergePlan:
     file_predicate: Expr | None  # target files that may hold affected rows; None: all of them
     duplicates_allowed: bool  # only an unconditional DELETE on match: several source rows may match
     operation_parameters: dict[str, Any]
+    condition_sql: str = ""  # the ON condition as written (Spark SQL over both aliases)
+    source_rows: int = 0  # rows in the source
+    engine_only: tuple[str, ...] = ()  # labels of clauses with SQL only the engine's typer understood
 
     @property
     def evolved(self) -> bool:
         """Whether the merge changes the table schema."""
         return self.schema != self.current_schema
+
+    @property
+    def clauses(self) -> tuple[PlannedClause, ...]:
+        """Every clause: matched, then not matched, then not matched by source (each kind in order)."""
+        return self.matched + self.not_matched + self.not_matched_by_source
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -147,6 +177,15 @@ def _map_columns(expr: Expr, fn: Callable[[Column], Expr]) -> Expr:
         elif isinstance(value, tuple) and any(isinstance(v, Expr) for v in value):
             changes[f.name] = tuple(_map_columns(v, fn) if isinstance(v, Expr) else v for v in value)
     return dataclasses.replace(expr, **changes) if changes else expr
+
+
+_Raw = tuple[tuple[str, ...], Expr, "tuple[str, ...] | None", str]
+"""(target path, parsed value, the source path when the value is a bare source column, value SQL)."""
+
+
+def quote_sql(*parts: str) -> str:
+    """A dotted Spark SQL name with every part back-quoted (a back-quote inside a part is doubled)."""
+    return ".".join("`" + p.replace("`", "``") + "`" for p in parts)
 
 
 def _qualifiers_of(expr: Expr) -> set[str | None]:
@@ -250,7 +289,7 @@ def _store_assignable(source: DataType, target: DataType) -> bool:
 
 
 class _Planner:
-    def __init__(self, snapshot: Snapshot, spec: MergeSpec, source: pa.Table) -> None:
+    def __init__(self, snapshot: Snapshot, spec: MergeSpec, source: MergeSource) -> None:
         self.location = snapshot.location
         self.spec = spec
         self.ta, self.sa = spec.target_alias, spec.source_alias
@@ -262,7 +301,9 @@ class _Planner:
             )
         self.target = snapshot.schema
         self.partition_columns = {c.lower() for c in snapshot.partition_columns}
-        self.source_table = source
+        self.source_rows = source
+        self.typer: SqlTyper | None = source.sql_typer()
+        self.engine_only: list[str] = []
         try:
             self.source = from_arrow_schema(source.schema)
         except SchemaError as err:
@@ -279,13 +320,30 @@ class _Planner:
         layout = pa.schema([pa.field(a, pa.struct(list(schemas[a]))) for a in aliases])
         return layout, {a: schemas[a] for a in aliases}
 
-    def parse(self, text: str, where: str, *, predicate: bool) -> Expr:
+    def parse(self, text: str, where: str, *, predicate: bool, engine_ok: bool = True) -> Expr:
+        """The parsed expression; SQL outside core's surface is an :class:`EngineExpr` when the source's
+        engine can type it (``engine_ok``), else an error."""
         parse = parse_predicate if predicate else parse_expression
         try:
             expr = parse(text, qualifiers=(self.ta, self.sa))
         except PredicateError as err:
+            if self.typer is not None and engine_ok:
+                return EngineExpr(text)
             raise MergeError(f"{err} (in the {where})", clause=where) from err
         return expr
+
+    def engine_typed(self, expr: EngineExpr, aliases: Sequence[str], where: str, *, predicate: bool) -> EngineExpr:
+        """``expr`` with the type the engine's analyzer gives it over the clause's aliases."""
+        assert self.typer is not None
+        _layout, scope = self.scope(*aliases)
+        dtype = self.typer.type_of(expr.sql, scope, where=where)
+        if predicate and not (pa.types.is_boolean(dtype) or pa.types.is_null(dtype)):
+            raise MergeError(
+                f"Cannot use {expr.sql!r} as the {where}: it is of type {dtype}, not a condition",
+                clause=where,
+            )
+        self.engine_only.append(where)
+        return EngineExpr(expr.sql, dtype)
 
     def qualify(self, expr: Expr, aliases: Sequence[str], where: str) -> Expr:
         def fix(c: Column) -> Column:
@@ -307,8 +365,13 @@ class _Planner:
 
         return _map_columns(expr, fix)
 
-    def bind(self, text: str, aliases: Sequence[str], where: str, *, predicate: bool) -> Expr:
-        expr = self.qualify(self.parse(text, where, predicate=predicate), aliases, where)
+    def bind(
+        self, text: str, aliases: Sequence[str], where: str, *, predicate: bool, engine_ok: bool = True
+    ) -> Expr:
+        parsed = self.parse(text, where, predicate=predicate, engine_ok=engine_ok)
+        if isinstance(parsed, EngineExpr):
+            return self.engine_typed(parsed, aliases, where, predicate=predicate)
+        expr = self.qualify(parsed, aliases, where)
         layout, qualifiers = self.scope(*aliases)
         try:
             bound = bind(expr, layout, qualifiers=qualifiers)
@@ -367,20 +430,18 @@ class _Planner:
                 )
 
     # -- assignments, pass 1: what the user wrote -> (target path, value, direct source path)
-    def raw_assignments(
-        self, c: MergeClause, where: str
-    ) -> list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]]:
+    def raw_assignments(self, c: MergeClause, where: str) -> list[_Raw]:
         aliases = self.aliases_for(c.kind)
         if c.action == "delete":
             return []
         if c.is_star:
             return self.star(c, where)
-        out = []
+        out: list[_Raw] = []
         for column, value in c.assignments or ():
             path = self.target_path(column, where)
             expr = self.qualify(self.parse(value, where, predicate=False), aliases, where)
             direct = expr.path if isinstance(expr, Column) and expr.qualifier == self.sa else None
-            out.append((path, expr, direct))
+            out.append((path, expr, direct, value))
         return out
 
     def target_path(self, column: str, where: str) -> tuple[str, ...]:
@@ -403,7 +464,7 @@ class _Planner:
             )
         return expr.path
 
-    def star(self, c: MergeClause, where: str) -> list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]]:
+    def star(self, c: MergeClause, where: str) -> list[_Raw]:
         excluded = {e.strip("`").lower() for e in c.except_}
         source_names = {n.lower() for n in self.source.names}
         target_names = {n.lower() for n in self.target.names}
@@ -416,7 +477,7 @@ class _Planner:
                     clause=where,
                     column=name,
                 )
-        out: list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]] = []
+        out: list[_Raw] = []
         names = self.source.names if self.evolution else self.target.names
         for name in names:
             if name.lower() in excluded:
@@ -430,16 +491,14 @@ class _Planner:
                     clause=where,
                     column=name,
                 )
-            out.append(((name,), Column(self.sa, (src.name,)), (src.name,)))
+            out.append(((name,), Column(self.sa, (src.name,)), (src.name,), quote_sql(self.sa, src.name)))
         return out
 
     # -- schema evolution
-    def evolve(
-        self, raw: list[tuple[str, list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]]]]
-    ) -> StructType:
+    def evolve(self, raw: list[tuple[str, list[_Raw]]]) -> StructType:
         incoming = StructType(())
         for where, assignments in raw:
-            for path, expr, direct in assignments:
+            for path, _expr, direct, sql in assignments:
                 exists = _find_path(self.target, path) is not None
                 same_name = direct is not None and [p.lower() for p in direct] == [p.lower() for p in path]
                 if not exists and not self.evolution:
@@ -452,7 +511,7 @@ class _Planner:
                 if not exists and not same_name:
                     raise SchemaEvolutionError(
                         f"Cannot add column {'.'.join(path)!r} in {where}: schema evolution only adds columns "
-                        f"assigned directly from the source column of the same name, found {to_sql(expr)!r}. "
+                        f"assigned directly from the source column of the same name, found {sql!r}. "
                         f"Help: assign {self.sa}.{'.'.join(path)}, or add the column first"
                     )
                 if self.evolution and same_name and direct is not None:
@@ -490,7 +549,7 @@ class _Planner:
         self,
         c: MergeClause,
         index: int,
-        raw: list[tuple[tuple[str, ...], Expr, tuple[str, ...] | None]],
+        raw: list[_Raw],
         schema: StructType,
     ) -> PlannedClause:
         where = c.label(index)
@@ -501,7 +560,7 @@ class _Planner:
         )
         out: list[Assignment] = []
         seen: list[tuple[str, ...]] = []
-        for path, expr, _direct in raw:
+        for path, expr, _direct, sql in raw:
             canonical = _find_path(schema, path)
             if canonical is None:  # a step is not a struct
                 raise MergeError(
@@ -520,29 +579,34 @@ class _Planner:
                         column=".".join(canonical),
                     )
             seen.append(lowered)
-            try:
-                bound = bind(expr, layout, qualifiers=qualifiers)
-            except PredicateError as err:
-                raise MergeError(
-                    f"{err} (in {where}, assigning {'.'.join(canonical)!r})",
-                    clause=where,
-                    column=".".join(canonical),
-                ) from err
-
-            reason = _assignable(_type_of(bound), _field_at(schema, canonical).type, ".".join(canonical))
+            bound: Expr
+            if isinstance(expr, EngineExpr):
+                bound = self.engine_typed(expr, aliases, f"{where}, assigning {'.'.join(canonical)!r}", predicate=False)
+                value_type = bound.dtype
+            else:
+                try:
+                    bound = bind(expr, layout, qualifiers=qualifiers)
+                except PredicateError as err:
+                    raise MergeError(
+                        f"{err} (in {where}, assigning {'.'.join(canonical)!r})",
+                        clause=where,
+                        column=".".join(canonical),
+                    ) from err
+                value_type = _type_of(bound)
+            reason = _assignable(value_type, _field_at(schema, canonical).type, ".".join(canonical))
             if reason:
                 raise MergeError(
-                    f"Cannot assign {to_sql(expr)!r} to column {'.'.join(canonical)!r} in {where}: {reason}",
+                    f"Cannot assign {sql!r} to column {'.'.join(canonical)!r} in {where}: {reason}",
                     clause=where,
                     column=".".join(canonical),
                 )
-            out.append(Assignment(canonical, bound))
-        return PlannedClause(c.kind, c.action, where, condition, tuple(out))
+            out.append(Assignment(canonical, bound, sql))
+        return PlannedClause(c.kind, c.action, where, condition, tuple(out), c.condition)
 
     # -- the join condition
     def split_condition(self) -> tuple[list[JoinKey], Expr | None, Expr | None, Expr | None]:
         where = "ON condition"
-        bound = self.bind(self.spec.condition, (self.ta, self.sa), where, predicate=True)
+        bound = self.bind(self.spec.condition, (self.ta, self.sa), where, predicate=True, engine_ok=False)
         keys: list[JoinKey] = []
         target_only: list[Expr] = []
         source_only: list[Expr] = []
@@ -614,31 +678,18 @@ def _joinable(a: pa.DataType, b: pa.DataType) -> bool:
 # ------------------------------------------------------------------------------------ file pruning
 
 
-def source_key_column(source: pa.Table, path: Sequence[str]) -> pa.ChunkedArray:
-    """The source column (or nested field) at ``path``."""
-    column = source.column(path[0])
-    for name in path[1:]:
-        column = pc.struct_field(column, name)
-    return column
-
-
-def _key_range(key: JoinKey, values: pa.ChunkedArray, partition: bool) -> Expr | None:
+def _key_range(key: JoinKey, summary: KeySummary, partition: bool) -> Expr | None:
     """``target BETWEEN min AND max`` of the source's key values (an IN list for partition columns)."""
     column = Column(None, key.target, key.target_type)
-    kind = _kind(key.target_type)
-    if kind in (None, "float", "bool", "binary"):
-        return None
-    values = values.drop_null()
-    if len(values) == 0:
+    if summary.non_null == 0:
         return Literal(False)
     try:
-        if partition:
-            distinct = pc.unique(values)
-            if len(distinct) <= _IN_LIST_LIMIT:
-                cast = pc.cast(distinct, key.target_type)
-                return In(column, tuple(Literal(v, key.target_type) for v in cast.to_pylist()))
-        bounds = pc.min_max(values)
-        pair = pc.cast(pa.array([bounds["min"].as_py(), bounds["max"].as_py()], values.type), key.target_type)
+        if partition and summary.distinct is not None:
+            cast = pc.cast(summary.distinct, key.target_type)
+            return In(column, tuple(Literal(v, key.target_type) for v in cast.to_pylist()))
+        if summary.bounds is None:
+            return None
+        pair = pc.cast(summary.bounds, key.target_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None  # the source range does not fit the target type: no pruning on this key
     low, high = pair.to_pylist()
@@ -648,33 +699,40 @@ def _key_range(key: JoinKey, values: pa.ChunkedArray, partition: bool) -> Expr |
     )
 
 
+def _prunes(key: JoinKey) -> bool:
+    """Whether a key's source range can prune files (ordered types only; floats are not exact)."""
+    return _kind(key.target_type) not in (None, "float", "bool", "binary")
+
+
 def _file_predicate(
     planner: _Planner,
     keys: Sequence[JoinKey],
     target_filter: Expr | None,
     source_filter: Expr | None,
     by_source: Sequence[PlannedClause],
-) -> Expr | None:
-    source = planner.source_table
-    if source_filter is not None:
-        source = source.filter(pc.fill_null(evaluate(source_filter, source), False))
+) -> tuple[Expr | None, SourceSummary]:
+    """The predicate of the target files the merge reads, and the source summary it came from."""
+    pruning = [k for k in keys if _prunes(k)]
+    partition = [len(k.target) == 1 and k.target[0].lower() in planner.partition_columns for k in pruning]
+    summary = planner.source_rows.summarize(
+        source_filter, [(k.source, p) for k, p in zip(pruning, partition, strict=True)]
+    )
     terms = [t for t in [target_filter] if t is not None]
-    for key in keys:
-        partition = len(key.target) == 1 and key.target[0].lower() in planner.partition_columns
-        term = _key_range(key, source_key_column(source, key.source), partition)
+    for key, is_partition, key_summary in zip(pruning, partition, summary.keys, strict=True):
+        term = _key_range(key, key_summary, is_partition)
         if term is not None:
             terms.append(term)
     matching = _and(terms) if (terms or keys) else None
-    if source.num_rows == 0:
+    if summary.matchable_rows == 0:
         matching = Literal(False)
     if not by_source:
-        return matching
-    if any(c.condition is None for c in by_source):
-        return None
+        return matching, summary
+    if any(c.condition is None or isinstance(c.condition, EngineExpr) for c in by_source):
+        return None, summary
     nmbs: Expr = _unqualified(by_source[0].condition)  # type: ignore[arg-type]
     for c in by_source[1:]:
         nmbs = Or(nmbs, _unqualified(c.condition))  # type: ignore[arg-type]
-    return None if matching is None else Or(matching, nmbs)
+    return (None if matching is None else Or(matching, nmbs)), summary
 
 
 # ------------------------------------------------------------------------------------------ entry
@@ -700,13 +758,14 @@ def _operation_parameters(spec: MergeSpec) -> dict[str, Any]:
     }
 
 
-def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: pa.Table) -> MergePlan:
-    """Resolve a MERGE against the snapshot's table and the source rows.
+def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: MergeSource | pa.Table) -> MergePlan:
+    """Resolve a MERGE against the snapshot's table and the source.
 
     Args:
         snapshot: the target table version the merge reads.
         spec: the statement.
-        source: the source rows (their schema resolves source columns; their key values prune files).
+        source: the source (its schema resolves source columns; its key values prune files), or its
+            rows as a pyarrow Table.
 
     Returns:
         The plan.
@@ -715,7 +774,7 @@ def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: pa.Table) -> MergePl
         MergeError: invalid clauses, unknown or ambiguous columns, type conflicts (naming clause and column).
         SchemaEvolutionError: an assignment would add a column schema evolution does not allow.
     """
-    planner = _Planner(snapshot, spec, source)
+    planner = _Planner(snapshot, spec, as_merge_source(source))
     planner.check_clauses()
     keys, target_filter, source_filter, residual = planner.split_condition()
     raw = [(c.label(i), planner.raw_assignments(c, c.label(i))) for i, c in enumerate(spec.clauses)]
@@ -723,6 +782,7 @@ def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: pa.Table) -> MergePl
     planned = [planner.resolve(c, i, raw[i][1], schema) for i, c in enumerate(spec.clauses)]
     matched = tuple(p for p in planned if p.kind == "matched")
     by_source = tuple(p for p in planned if p.kind == "not_matched_by_source")
+    file_predicate, summary = _file_predicate(planner, keys, target_filter, source_filter, by_source)
     return MergePlan(
         target_alias=planner.ta,
         source_alias=planner.sa,
@@ -735,11 +795,14 @@ def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: pa.Table) -> MergePl
         matched=matched,
         not_matched=tuple(p for p in planned if p.kind == "not_matched"),
         not_matched_by_source=by_source,
-        file_predicate=_file_predicate(planner, keys, target_filter, source_filter, by_source),
+        file_predicate=file_predicate,
         duplicates_allowed=len(matched) == 1
         and matched[0].action == "delete"
         and matched[0].condition is None,
         operation_parameters=_operation_parameters(spec),
+        condition_sql=spec.condition,
+        source_rows=summary.num_rows,
+        engine_only=tuple(planner.engine_only),
     )
 
 

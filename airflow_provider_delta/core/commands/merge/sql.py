@@ -54,11 +54,13 @@ class _Tok:
 
 @dataclass(frozen=True)
 class MergeStatement:
-    """A parsed statement: the clause model plus the table names it used."""
+    """A parsed statement: the clause model plus the table names it used (dotted, and as parts)."""
 
     spec: MergeSpec
     target_name: str
     source_name: str
+    target_parts: tuple[str, ...] = ()
+    source_parts: tuple[str, ...] = ()
 
 
 def _tokenize(text: str) -> list[_Tok]:
@@ -209,7 +211,7 @@ class _Parser:
         if not clauses:
             raise MergeError("Cannot parse MERGE statement: it has no WHEN clause", clause="statement")
         spec = MergeSpec(condition, source_alias, target_alias, tuple(clauses), evolution)
-        return MergeStatement(spec, ".".join(target), ".".join(source))
+        return MergeStatement(spec, ".".join(target), ".".join(source), tuple(target), tuple(source))
 
     def clause(self) -> MergeClause:
         kind: ClauseKind

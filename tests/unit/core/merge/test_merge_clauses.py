@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.commands.merge.local import execute_merge
+from airflow_provider_delta.core.commands.merge.command import execute_merge
 from airflow_provider_delta.exceptions import (
     ConcurrentAppendException,
     MergeError,
@@ -100,6 +100,14 @@ def test_duplicate_matches_are_fine_for_an_unconditional_delete_or_when_no_claus
     assert [r["key"] for r in rows(t)] == [1, 3, 4]
     merge(t, pa.table({"key": [3, 3], "v": [1, 2]})).when_matched_update_all(condition="s.v > 5").execute()
     assert [r["v"] for r in rows(t)] == [10, 30, 40]
+
+
+def test_a_target_row_deleted_by_several_matches_counts_once_and_has_one_change_row(tmp_path: Path) -> None:
+    t = make_table(tmp_path, TARGET, properties={"delta.enableChangeDataFeed": "true"})
+    metrics = merge(t, pa.table({"key": [2, 2, 3], "v": [1, 2, 3]})).when_matched_delete().execute()
+    assert metrics["numTargetRowsDeleted"] == metrics["numTargetRowsMatchedDeleted"] == 2
+    changes = DeltaTable(t.location).changes(metrics["version"]).to_pylist()
+    assert sorted((c["key"], c["_change_type"]) for c in changes) == [(2, "delete"), (3, "delete")]
 
 
 def test_null_keys_never_match(tmp_path: Path) -> None:

@@ -1,0 +1,59 @@
+"""What the ``vacuum``, ``optimize`` and ``reorg`` jobs share: the executor and option checks.
+
+Under spark-submit the data work runs on the Spark executors
+(:class:`~airflow_provider_delta.spark.executor.SparkExecutor`: bins rewritten in tasks, long delete
+lists deleted by tasks); the planning and the commit stay in the driver. With ``--engine local`` it
+is the local executor.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_delta.exceptions import JobSpecError
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.core.executor import Executor
+    from airflow_provider_delta.spark.jobs.context import JobContext
+
+#: The most paths a result lists (a dry run of a large VACUUM can name millions); ``numFiles`` has the total.
+DEFAULT_MAX_FILES_IN_RESULT = 1000
+
+
+def executor_for(ctx: JobContext) -> Executor | None:
+    """The Spark executor under spark-submit; None (the local executor) with ``--engine local``."""
+    if ctx.spark is None:
+        return None
+    from airflow_provider_delta.spark.executor import SparkExecutor  # lazy: imports pyspark
+
+    return SparkExecutor(ctx.spark)
+
+
+def number_option(ctx: JobContext, name: str, *, minimum: float | None = None) -> float | None:
+    """A numeric option (int or float, not bool), at least ``minimum`` when given.
+
+    Raises:
+        JobSpecError: the option is not a number or below the minimum.
+    """
+    value = ctx.option(name, kind=(int, float))
+    if isinstance(value, bool):
+        raise JobSpecError(f"Cannot run job {ctx.spec.job!r}: option {name!r} must be a number, found {value!r}")
+    if value is not None and minimum is not None and value < minimum:
+        raise JobSpecError(f"Cannot run job {ctx.spec.job!r}: option {name!r} must be >= {minimum}, found {value!r}")
+    return value
+
+
+def columns_option(ctx: JobContext, name: str) -> list[str] | None:
+    """A list of column names (a list of strings, or one comma-separated string).
+
+    Raises:
+        JobSpecError: neither.
+    """
+    value: Any = ctx.option(name, kind=(list, str))
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return [c.strip() for c in value.split(",") if c.strip()]
+    if not all(isinstance(c, str) for c in value):
+        raise JobSpecError(f"Cannot run job {ctx.spec.job!r}: option {name!r} must list column names, found {value!r}")
+    return list(value)

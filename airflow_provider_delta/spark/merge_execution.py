@@ -1,0 +1,272 @@
+"""MERGE on Spark: the row work of a plan core made, as one Spark job; only actions reach the driver.
+
+The plan (clauses, evolved schema, candidate files) is core's, as for the local executor. Here:
+
+1. the candidate target files are read by Spark tasks with the engine's reader
+   (:func:`~airflow_provider_delta.spark.read.file_rows_frame`: deletion vectors, column mapping,
+   partition values), only the columns the ON condition and the clauses use, each row tagged with its
+   file and position;
+2. Spark joins them with the source DataFrame on the ON condition (full outer when there are
+   WHEN NOT MATCHED clauses, else left outer; a left anti join of the source for insert-only merges),
+   so the join scales and spills as any Spark join;
+3. the clause conditions and values are Spark SQL, evaluated where Delta evaluates them: WHEN MATCHED
+   over both aliases, WHEN NOT MATCHED over the source only, NOT MATCHED BY SOURCE over the target
+   only (each stage sees just its aliases); a row's clause is the first whose condition holds
+   (``CASE WHEN``), and a value is computed only on the rows its clause takes;
+4. the joined rows a clause acts on are grouped by target file (rows to insert in a few groups of
+   their own) and :class:`~airflow_provider_delta.spark.merge_tasks.MergeGroupTask` writes each group
+   with core's reader and writer: it reads its file again, rewrites it with the changes, and writes
+   inserted rows and change data; unchanged rows never pass through Spark's shuffles. Only
+   ``add``/``cdc`` actions and counters come back, and the driver commits once.
+
+Example:
+    >>> outcome = run_spark_merge(spark, job)   # doctest: +SKIP
+    >>> outcome.counts["numTargetRowsMatchedUpdated"], len(outcome.removed)   # doctest: +SKIP
+    (250000, 20)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql import functions as F
+
+from airflow_provider_delta.core.actions import AddCDCFile, AddFile
+from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS, MergeOutcome
+from airflow_provider_delta.core.commands.merge.plan import EngineExpr, quote_sql
+from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
+from airflow_provider_delta.core.expressions import Column as ExprColumn
+from airflow_provider_delta.core.write.target import WriteTarget
+from airflow_provider_delta.spark.merge_source import SparkMergeSource
+from airflow_provider_delta.spark.merge_tasks import (
+    BY_SOURCE,
+    GROUP,
+    INSERT,
+    MATCHED,
+    MergeGroupTask,
+    TaskClause,
+    target_column,
+    value_column,
+)
+from airflow_provider_delta.spark.read import FILE_INDEX, ROW_INDEX, file_rows_frame
+from airflow_provider_delta.spark.tasks import RECORD_SCHEMA, apply_in_arrow, collect_records
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Sequence
+
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from airflow_provider_delta.core.commands.merge.job import MergeJob
+    from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
+    from airflow_provider_delta.core.expressions import Expr
+
+__all__ = ["run_spark_merge"]
+
+_TARGET_PRESENT = "__delta_merge_target_row"
+_SOURCE_PRESENT = "__delta_merge_source_row"
+_ROWS_PER_INSERT_GROUP = 1_000_000  # inserted rows are grouped into about this many rows per task
+
+
+def _source_column(index: int) -> str:
+    return f"__delta_merge_s{index}"
+
+
+def run_spark_merge(
+    spark: SparkSession,
+    job: MergeJob,
+    hook: Callable[[Sequence[AddFile | AddCDCFile]], None] | None = None,
+) -> MergeOutcome:
+    """The row work of ``job`` on Spark (see the module docstring); files are written, nothing committed.
+
+    Raises:
+        MergeError: a value does not fit its column (from a task).
+        MergeMultipleMatchError: two source rows would update or delete one target row (from a task).
+    """
+    plan = job.plan
+    changes_target = bool(plan.matched or plan.not_matched_by_source)
+    if not plan.not_matched and not job.files:
+        return MergeOutcome(counts=dict.fromkeys(CLAUSE_COUNTERS, 0))  # no target row can change
+    started = time.monotonic()
+    source = _source_frame(spark, job)
+    reader = WriteTarget.of(job.reader)
+    columns = _target_columns(plan, reader.schema.names)
+    target = file_rows_frame(spark, reader, job.files, columns)
+    writer = WriteTarget.of(job.writer)
+    groups = max(spark.sparkContext.defaultParallelism, math.ceil(plan.source_rows / _ROWS_PER_INSERT_GROUP))
+    frame = _Stages(plan, target, source, columns).grouped(groups)
+    task = MergeGroupTask(
+        reader=reader,
+        files=tuple(f._replace(stats=None) for f in job.files),
+        target=writer,
+        clauses=tuple(TaskClause.of(c) for c in plan.clauses),
+        duplicates_allowed=plan.duplicates_allowed,
+        record_changes=job.record_changes,
+        insert_changes=job.record_changes and changes_target,
+        on=plan.condition_sql,
+        hook=hook,
+    )
+    # A plain function: pyspark counts a callable object's parameters inconsistently (self included).
+    records = collect_records(apply_in_arrow(frame.groupBy(GROUP), lambda key, rows: task(key, rows), RECORD_SCHEMA))
+    outcome = _outcome(job, records, writer)
+    outcome.scan_seconds = time.monotonic() - started
+    return outcome
+
+
+def _target_columns(plan: MergePlan, names: Sequence[str]) -> list[str]:
+    """The target columns the ON condition and the clauses read (all of them for Spark-only SQL)."""
+    exprs: list[Expr | None] = [plan.target_filter, plan.residual]
+    for clause in (*plan.matched, *plan.not_matched_by_source):
+        exprs += [clause.condition, *(a.value for a in clause.assignments)]
+    used = {key.target[0].lower() for key in plan.keys}
+    for expr in exprs:
+        for node in _walk(expr):
+            if isinstance(node, EngineExpr):
+                return list(names)
+            if isinstance(node, ExprColumn) and node.qualifier in (None, plan.target_alias):
+                used.add(node.path[0].lower())
+    chosen = [n for n in names if n.lower() in used]
+    return chosen or list(names[:1])  # a row count needs one column
+
+
+def _walk(expr: Expr | None) -> Iterator[Expr]:
+    if expr is None:
+        return
+    yield expr
+    for child in expr.children():
+        yield from _walk(child)
+
+
+def _source_frame(spark: SparkSession, job: MergeJob) -> DataFrame:
+    if isinstance(job.source, SparkMergeSource):
+        return job.source.frame
+    if isinstance(job.source, ArrowMergeSource):
+        return spark.createDataFrame(job.source.table)
+    raise TypeError(f"Cannot run MERGE on Spark from a source of type {type(job.source).__name__}")
+
+
+def _outcome(job: MergeJob, records: list[dict[str, Any]], writer: WriteTarget) -> MergeOutcome:
+    """Fold the tasks' records; keep speculative ``insert`` change files only when a file was removed."""
+    outcome = MergeOutcome(counts=dict.fromkeys(CLAUSE_COUNTERS, 0))
+    insert_changes: list[AddCDCFile] = []
+    for record in sorted(records, key=lambda r: (r["index"] is None, r["index"] or 0)):
+        if record["index"] is not None:
+            outcome.removed.append(job.files[int(record["index"])])
+        outcome.added.extend(AddFile.from_dict(a) for a in record["added"])
+        cdc = [AddCDCFile.from_dict(c) for c in record["cdc"]]
+        (outcome.cdc if record["index"] is not None else insert_changes).extend(cdc)
+        for key, value in record["counts"].items():
+            outcome.counts[key] += int(value)
+        outcome.copied_rows += int(record["copied"])
+    if outcome.removed:
+        outcome.cdc.extend(insert_changes)
+    else:  # as locally: an insert-only outcome records no change files (readers derive inserts from adds)
+        filesystem = writer.storage.arrow_filesystem()
+        for unused in insert_changes:
+            filesystem.delete_file(writer.storage.resolve(unused.path))
+    return outcome
+
+
+class _Stages:
+    """The joined rows with each clause's choice and values, built stage by stage (see the module docstring)."""
+
+    def __init__(self, plan: MergePlan, target: DataFrame, source: DataFrame, target_names: Sequence[str]) -> None:
+        self.plan = plan
+        self.target_names = list(target_names)
+        self.source_names = list(source.columns)
+        self.offsets = {
+            "matched": 0,
+            "not_matched": len(plan.matched),
+            "not_matched_by_source": len(plan.matched) + len(plan.not_matched),
+        }
+        self.private: list[str] = []  # the columns every stage carries on
+        self.frame = self._join(target.withColumn(_TARGET_PRESENT, F.lit(True)),
+                                source.withColumn(_SOURCE_PRESENT, F.lit(True)))
+
+    def _join(self, target: DataFrame, source: DataFrame) -> DataFrame:
+        plan, ta, sa = self.plan, self.plan.target_alias, self.plan.source_alias
+        on = F.expr(plan.condition_sql)
+        if not (plan.matched or plan.not_matched_by_source):  # insert-only: the unmatched source rows
+            joined = source.alias(sa).join(target.alias(ta), on, "left_anti")
+            self.private += [FILE_INDEX, ROW_INDEX, _TARGET_PRESENT]
+            missing = [F.lit(None).cast(t).alias(n) for n, t in
+                       ((FILE_INDEX, "int"), (ROW_INDEX, "long"), (_TARGET_PRESENT, "boolean"))]
+            return joined.select(*missing, *self._privatize_source(sa))
+        joined = target.alias(ta).join(source.alias(sa), on, "full" if plan.not_matched else "left")
+        if plan.matched:  # both aliases are visible only here, on the join itself
+            both = F.col(_TARGET_PRESENT).isNotNull() & F.col(_SOURCE_PRESENT).isNotNull()
+            joined = joined.select("*", F.when(both, _choice(plan.matched)).alias(MATCHED))
+            joined = joined.select("*", *self._values(plan.matched, MATCHED, "matched"))
+        target_columns = [F.col(quote_sql(ta, n)).alias(target_column(i)) for i, n in enumerate(self.target_names)]
+        self.private += [target_column(i) for i in range(len(self.target_names))]
+        self.private += [FILE_INDEX, ROW_INDEX, _TARGET_PRESENT]
+        extra = [MATCHED, *self._value_names(plan.matched, "matched")] if plan.matched else []
+        self.private += extra
+        return joined.select(
+            *target_columns, FILE_INDEX, ROW_INDEX, _TARGET_PRESENT, *extra, *self._privatize_source(sa)
+        )
+
+    def _privatize_source(self, alias: str) -> list[Column]:
+        self.private += [_source_column(i) for i in range(len(self.source_names))] + [_SOURCE_PRESENT]
+        columns = [F.col(quote_sql(alias, n)).alias(_source_column(i)) for i, n in enumerate(self.source_names)]
+        return [*columns, F.col(quote_sql(alias, _SOURCE_PRESENT)).alias(_SOURCE_PRESENT)]
+
+    def _values(self, clauses: Sequence[PlannedClause], chosen: str, kind: str) -> list[Column]:
+        """Each assignment of each clause, computed only on the rows that clause takes."""
+        out = []
+        for k, clause in enumerate(clauses):
+            for j, assignment in enumerate(clause.assignments):
+                value = F.when(F.col(chosen) == k, F.expr(assignment.sql))
+                out.append(value.alias(value_column(self.offsets[kind] + k, j)))
+        return out
+
+    def _value_names(self, clauses: Sequence[PlannedClause], kind: str) -> list[str]:
+        return [
+            value_column(self.offsets[kind] + k, j)
+            for k, clause in enumerate(clauses)
+            for j in range(len(clause.assignments))
+        ]
+
+    def _stage(self, names: Sequence[str], column: str, alias: str, present: Column,
+               clauses: Sequence[PlannedClause], kind: str) -> None:
+        """Add ``column`` (the clause chosen) and its values, with only ``names`` visible under ``alias``."""
+        private_of = target_column if kind == "not_matched_by_source" else _source_column
+        visible = [F.col(private_of(i)).alias(n) for i, n in enumerate(names)]
+        scope = self.frame.select(*visible, *self.private).alias(alias)
+        scope = scope.select("*", F.when(present, _choice(clauses)).alias(column))
+        scope = scope.select("*", *self._values(clauses, column, kind))
+        self.private += [column, *self._value_names(clauses, kind)]
+        self.frame = scope.select(*self.private)
+
+    def grouped(self, insert_groups: int) -> DataFrame:
+        """The rows the tasks need, each with its :data:`GROUP`: target rows and rows to insert."""
+        plan = self.plan
+        target_row = F.col(_TARGET_PRESENT).isNotNull()
+        if plan.not_matched:
+            self._stage(self.source_names, INSERT, plan.source_alias, ~target_row,
+                        plan.not_matched, "not_matched")
+        if plan.not_matched_by_source:
+            only_target = target_row & F.col(_SOURCE_PRESENT).isNull()
+            self._stage(self.target_names, BY_SOURCE, plan.target_alias, only_target,
+                        plan.not_matched_by_source, "not_matched_by_source")
+        acted = [F.col(c) >= 0 for c, clauses in ((MATCHED, plan.matched), (INSERT, plan.not_matched),
+                                                   (BY_SOURCE, plan.not_matched_by_source)) if clauses]
+        keep = acted[0]
+        for more in acted[1:]:
+            keep = keep | more
+        insert_group = F.lit(-1) - F.pmod(F.spark_partition_id(), F.lit(insert_groups))
+        group = F.when(target_row, F.col(FILE_INDEX).cast("long")).otherwise(insert_group.cast("long"))
+        dropped = {_SOURCE_PRESENT, _TARGET_PRESENT, *(_source_column(i) for i in range(len(self.source_names))),
+                   *(target_column(i) for i in range(len(self.target_names)))}
+        wanted = [n for n in self.private if n not in dropped]
+        return self.frame.where(keep).select(group.alias(GROUP), *wanted)
+
+
+def _choice(clauses: Sequence[PlannedClause]) -> Column:
+    """``CASE WHEN <condition 1> THEN 0 WHEN <condition 2> THEN 1 ... ELSE -1 END`` (null counts as false)."""
+    chosen: Any = None
+    for k, clause in enumerate(clauses):
+        condition = F.expr(clause.condition_sql) if clause.condition_sql else F.lit(True)
+        chosen = F.when(condition, k) if chosen is None else chosen.when(condition, k)
+    return chosen.otherwise(-1)
