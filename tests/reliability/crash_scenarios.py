@@ -5,10 +5,12 @@ is partitioned, records its change data feed and checkpoints every 4 versions, s
 (DELETE, UPDATE, MERGE, replaceWhere), a metadata change, a checkpoint and the log cleanup are
 covered, and with an even seed the operation's commit also writes the automatic checkpoint.
 
-Adding VACUUM, OPTIMIZE or REORG: add a function ``(location, seed) -> None`` that calls it and an
-entry in :data:`SCENARIOS`. The checks in ``crash_harness`` need nothing else: what a complete run
-commits is learnt from one, and a killed run must leave the versions before it (VACUUM: all of
-them, with every row) or the complete run's result.
+VACUUM (retention 0: every removed file goes), OPTIMIZE (compaction of the small files) and REORG
+(purge of a column dropped under column mapping) are scenarios like the others. Adding a command:
+a function ``(location, seed) -> None`` that calls it and an entry in :data:`SCENARIOS`; the checks
+in ``crash_harness`` need nothing else: what a complete run commits is learnt from one, and a
+killed run must leave every version as it read before the operation or as after a complete run
+(for VACUUM: old versions whose files it deleted fail the same way).
 """
 
 from __future__ import annotations
@@ -40,11 +42,17 @@ def _rows(rng: random.Random, start: int, n: int) -> pa.Table:
 
 
 def build_base(location: str, seed: int) -> None:
-    """Create the table: 3 appends (version 3, 4 with an odd seed), a checkpoint at version 2."""
+    """Create the table: appends and a DELETE (version 3, 4 with an odd seed), a checkpoint at version 2.
+
+    The DELETE leaves removed files for VACUUM; the appends leave small files for OPTIMIZE.
+    """
     rng = random.Random(seed)
     t = DeltaTable.create(location, SCHEMA, partition_by=["p"], properties=PROPERTIES)
     for i in range(3 + seed % 2):
-        t.append(_rows(rng, 100 * i, rng.randrange(5, 30)))
+        if i == 2:
+            DeltaTable(location).delete(f"v % 5 = {seed % 5}")
+        else:
+            t.append(_rows(rng, 100 * i, rng.randrange(5, 30)))
         if i == 1:
             DeltaTable(location).checkpoint()
     # Age the log so the cleanup scenario has something to delete (everything older than the checkpoint).
@@ -101,6 +109,23 @@ def cleanup_log(location: str, seed: int) -> None:
     cleanup_expired_logs(DeltaTable(location).snapshot, retention=timedelta(0))
 
 
+def vacuum(location: str, seed: int) -> None:
+    # Retention 0: every removed file goes (VACUUM START, the deletes, VACUUM END).
+    DeltaTable(location).vacuum(retention_hours=0, enforce_retention_duration=False)
+
+
+def optimize(location: str, seed: int) -> None:
+    DeltaTable(location).optimize()
+
+
+def reorg(location: str, seed: int) -> None:
+    # A dropped column (metadata only, under column mapping) is purged from the files by REORG.
+    t = DeltaTable(location)
+    t.alter("ALTER TABLE t SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    t.alter("ALTER TABLE t DROP COLUMN v")
+    DeltaTable(location).reorg()
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One writer operation: its name and the call (what it commits is learnt from a complete run)."""
@@ -120,5 +145,8 @@ SCENARIOS: dict[str, Scenario] = {
         Scenario("add_column", add_column),
         Scenario("checkpoint", checkpoint),
         Scenario("cleanup_log", cleanup_log),
+        Scenario("vacuum", vacuum),
+        Scenario("optimize", optimize),
+        Scenario("reorg", reorg),
     ]
 }

@@ -84,6 +84,7 @@ NAMED_POINTS = {
     "during the _last_checkpoint write": _first("last_checkpoint", "write-half"),
     "while a change-data file is written": _first("change_data", "write-half"),
     "while the log cleanup deletes": _last("commit", "delete"),
+    "while VACUUM deletes files": _first("data", "delete"),
 }
 DEFAULT_CASES = [
     ("append", "while a data file is written"),
@@ -101,6 +102,9 @@ DEFAULT_CASES = [
     ("add_column", "during the commit's temp-file write"),
     ("checkpoint", "during the checkpoint write"),
     ("cleanup_log", "while the log cleanup deletes"),
+    ("vacuum", "while VACUUM deletes files"),
+    ("optimize", "while a data file is written"),
+    ("reorg", "just after the commit landed"),
 ]
 
 
