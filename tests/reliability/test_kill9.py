@@ -7,8 +7,10 @@ two seeds (an even seed's commit also writes the automatic checkpoint, an odd on
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
+from collections import Counter
 from typing import TYPE_CHECKING
 
 import pytest
@@ -144,3 +146,7 @@ def test_kill_9_at_random_steps_leaves_a_whole_table(work: Path, scenario: str, 
     chosen = sorted(rng.sample(steps, min(SLOW_POINTS_PER_RUN, len(steps))))
     survived = [_kill_and_check(work, scenario, seed, step) for step in chosen]
     assert len(survived) == len(chosen)
+    # Figures for README's reliability section: kill points survived, by scenario and by kind of step.
+    with (work.parent / "kill9-figures.jsonl").open("a") as fh:
+        kinds = Counter(label.split(":")[0] for label in survived)
+        fh.write(json.dumps({"scenario": scenario, "seed": seed, "survived": len(survived), "kinds": kinds}) + "\n")

@@ -354,8 +354,10 @@ class Transaction:
                 self._post_commit(version)
                 return version
             summary = summary or self._summary()
-            version = self._check_winners(summary, version)
+            # Back off first, then find the next free version: a version found before the sleep has
+            # often been taken during it (under steady contention every retry would lose again).
             time.sleep(random.uniform(0, min(0.5, 0.005 * 2 ** min(attempt, 7))))
+            version = self._check_winners(summary, version)
         raise CommitRetriesExhaustedError(
             f"Cannot commit {self.operation} to table {self.snapshot.location!r}: lost the race "
             f"{self.max_attempts} times (last attempted version {version}). Help: reduce concurrent "
