@@ -250,6 +250,9 @@ def _fast_segment(storage: Storage, version: int | None) -> LogSegment | None:
     return LogSegment(version, checkpoint, commits)
 
 
+_LISTING_ATTEMPTS = 3
+
+
 def _refuse_commits_beyond_a_gap(storage: Storage, latest: int, listed: Iterable[str] | None) -> None:
     """Probing finds the newest of the contiguous commits; a commit file after a missing one means a gap.
 
@@ -266,7 +269,12 @@ def _refuse_commits_beyond_a_gap(storage: Storage, latest: int, listed: Iterable
         for name in names
         if (lf := parse_log_name(name)) is not None and lf.kind == "commit" and lf.version > latest
     )
-    for expected, found in enumerate(newer, start=latest + 1):
+    expected = latest + 1
+    for found in newer:
+        # A listing may miss a commit linked while it ran yet see a later one: probe before calling
+        # it a gap (commit files never go away, so one that exists now was written meanwhile).
+        while expected < found and storage.exists(commit_path(expected)):
+            expected += 1
         if found != expected:
             raise LogCorruptedError(
                 f"Cannot load table {storage.root!r}: the log has a gap after version {latest}, commit "
@@ -274,6 +282,7 @@ def _refuse_commits_beyond_a_gap(storage: Storage, latest: int, listed: Iterable
                 version=expected,
                 path=commit_path(expected),
             )
+        expected = found + 1
 
 
 def segment_from_listing(listing: LogListing, version: int | None, *, location: str) -> LogSegment:
@@ -334,7 +343,16 @@ def build_segment(storage: Storage, version: int | None = None, *, location: str
     fast = _fast_segment(storage, version)
     if fast is not None:
         return fast
-    return segment_from_listing(list_log(storage), version, location=location or storage.root)
+    for attempt in range(_LISTING_ATTEMPTS):
+        try:
+            return segment_from_listing(list_log(storage), version, location=location or storage.root)
+        except LogCorruptedError as err:
+            # A listing is not a snapshot of the folder: a commit linked while it ran may be missed
+            # while a later one is seen. Commit files never go away, so a "missing" one that exists
+            # now was written meanwhile: list again.
+            if attempt + 1 == _LISTING_ATTEMPTS or err.path is None or not storage.exists(err.path):
+                raise
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def latest_version(storage: Storage, *, location: str = "") -> int:

@@ -127,3 +127,49 @@ def test_snapshot_advance_applies_only_new_commits_and_matches_a_full_load(table
     assert sorted(f.path for f in new.tombstones()) == sorted(f.path for f in full.tombstones())
     with pytest.raises(VersionNotFoundError):
         new.advance(full.version + 5)
+
+
+class _ListingMisses(LocalStorage):
+    """A listing that misses one commit file (as a directory read racing a writer can) while later ones show."""
+
+    def __init__(self, root: str, hidden: str, times: int = 1) -> None:
+        super().__init__(root)
+        self.hidden, self.times = hidden, times
+
+    def list_dir(self, relative_dir, *, start_after=None):
+        listed = super().list_dir(relative_dir, start_after=start_after)
+        if self.times > 0:
+            self.times -= 1
+            return [f for f in listed if f.name != self.hidden]
+        return listed
+
+
+def _table_with_versions(tmp_path, n: int, *, checkpoint_at: int | None = None) -> str:
+    location = str(tmp_path / "t")
+    t = DeltaTable.create(location, SCHEMA)
+    for i in range(n):
+        t.append(pa.table({"id": [i]}))
+        if checkpoint_at is not None and t.version == checkpoint_at:
+            t.checkpoint()
+    return location
+
+
+def test_a_commit_the_listing_missed_while_a_later_one_shows_is_not_a_gap(tmp_path):
+    # Probing saw version 3 as the newest; versions 4 and 5 were linked while the folder was listed,
+    # and the listing returned 5 but not 4: the probe finds 4, no gap.
+    location = _table_with_versions(tmp_path, 5, checkpoint_at=3)
+    storage = _ListingMisses(location, f"{4:020d}.json")
+    from airflow_provider_delta.core.log.segment import _refuse_commits_beyond_a_gap
+
+    _refuse_commits_beyond_a_gap(storage, 3, None)
+    (tmp_path / "t" / "_delta_log" / f"{4:020d}.json").unlink()
+    with pytest.raises(LogCorruptedError, match="gap after version 3, commit 4 is missing"):
+        _refuse_commits_beyond_a_gap(storage, 3, None)
+
+
+def test_a_full_listing_that_missed_a_commit_written_meanwhile_is_listed_again(tmp_path):
+    location = _table_with_versions(tmp_path, 4)  # no checkpoint: the log is listed
+    segment = build_segment(_ListingMisses(location, f"{2:020d}.json"), None, location=location)
+    assert segment.version == 4 and [c.version for c in segment.commits] == [0, 1, 2, 3, 4]
+    with pytest.raises(LogCorruptedError, match="commit 2 is missing"):
+        build_segment(_ListingMisses(location, f"{2:020d}.json", times=5), None, location=location)
