@@ -25,7 +25,8 @@ import pytest
 from airflow_provider_delta.core import DeltaTable
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import commit_info_of, read_commit
-from tests.reliability.soak_workers import create_table, reader_main, rows_key, sensor_main, writer_main
+from airflow_provider_delta.core.read.scan import read_add_file
+from tests.reliability.soak_workers import create_table, reader_main, sensor_main, writer_main
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -76,6 +77,35 @@ def _run(work: Path, location: str) -> None:
                 p.join()
 
 
+def _every_version(location: str, latest: int) -> dict[int, dict[str, tuple[int, int]]]:
+    """Per version, per writer partition: (rows, digest), followed through the log version by version.
+
+    Each version's files come from the snapshot advanced one commit at a time; each data file is
+    read once (paths never change content), and the per-partition digests are kept up to date as
+    files come and go.
+    """
+    snapshot = DeltaTable(location, version=0).snapshot
+    rows_of: dict[str, list[tuple[int, int, int]]] = {}
+    live: set[str] = set()
+    counts: dict[str, int] = {}
+    digests: dict[str, int] = {}
+    out: dict[int, dict[str, tuple[int, int]]] = {0: {}}
+    for version in range(1, latest + 1):
+        snapshot = snapshot.advance(version)
+        files = {a.path: a for a in snapshot.files()}
+        for path, sign in [*((p, -1) for p in live - files.keys()), *((p, 1) for p in files.keys() - live)]:
+            if path not in rows_of:
+                data = read_add_file(snapshot, files[path]).to_pylist()
+                rows_of[path] = [(r["writer"], r["seq"], r["v"]) for r in data]
+            for writer, seq, v in rows_of[path]:
+                key = str(writer)
+                counts[key] = counts.get(key, 0) + sign
+                digests[key] = (digests.get(key, 0) + sign * hash((seq, v))) % 2**64
+        live = set(files)
+        out[version] = {w: (counts[w], digests[w]) for w in counts}
+    return out
+
+
 @pytest.mark.slow
 def test_writers_readers_and_a_sensor_on_one_table_lose_nothing(tmp_path: Path) -> None:
     location = str(tmp_path / "table")
@@ -93,26 +123,24 @@ def test_writers_readers_and_a_sensor_on_one_table_lose_nothing(tmp_path: Path) 
     assert sorted(acked) == list(range(1, latest + 1))
 
     # Each acknowledged version is the writer's operation and holds the writer's rows as modelled.
-    content: dict[int, dict[str, list[list[int]]]] = {}
-    for version in range(latest + 1):
-        rows = DeltaTable(location, version=version).to_arrow().to_pylist()
-        partitions: dict[str, list[dict[str, Any]]] = {}
-        for r in rows:
-            partitions.setdefault(str(r["writer"]), []).append(r)
-        content[version] = {w: rows_key(rs) for w, rs in partitions.items()}
-        if version == 0:
-            continue
+    content = _every_version(location, latest)
+    storage = DeltaTable(location).storage
+    for version in range(1, latest + 1):
         writer, ack = acked[version]
-        info = commit_info_of(read_commit(DeltaTable(location).storage, commit_path(version), version))
+        info = commit_info_of(read_commit(storage, commit_path(version), version))
         assert info is not None and info.operation == _OPERATIONS[ack["op"]], (version, ack["op"])
-        assert content[version].get(str(writer), []) == ack["rows"], f"version {version} lost writer {writer}'s rows"
+        count, digest = content[version].get(str(writer), (0, 0))
+        assert (count, digest) == (ack["rows"], ack["digest"]), f"version {version} lost writer {writer}'s rows"
+    final = DeltaTable(location).to_arrow().to_pylist()
     for w in writers:
-        assert content[latest].get(str(w["writer"]), []) == w["final"]
+        rows = sorted([r["seq"], r["v"]] for r in final if r["writer"] == w["writer"])
+        assert rows == w["final"], f"writer {w['writer']}'s rows differ at the end"
 
     # No reader saw a partial version.
     reads = [r for reader in readers for r in reader["reads"]]
     for r in reads:
-        assert r["partitions"] == content[r["version"]], f"a reader saw version {r['version']} differently"
+        expected = {w: digest for w, (count, digest) in content[r["version"]].items() if count > 0}
+        assert r["partitions"] == expected, f"a reader saw version {r['version']} differently"
 
     # The sensor reported every version once, in order, with its commit.
     reported = [v for report in sensor["reports"] for v in range(report["start"], report["end"] + 1)]
