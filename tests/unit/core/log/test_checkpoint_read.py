@@ -217,7 +217,9 @@ def test_a_load_keeps_objects_the_application_froze_frozen(tmp_path: Path):
     try:
         frozen = gc.get_freeze_count()
         load_snapshot(LocalStorage(str(tmp_path)), str(tmp_path))
-        assert gc.get_freeze_count() == frozen
+        # Other threads (a live SparkSession's, in a full run) may free a few frozen objects meanwhile;
+        # a load that unfroze them would leave next to none.
+        assert frozen - 100 <= gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
 
