@@ -29,8 +29,7 @@ import orjson
 import pyarrow as pa
 
 from airflow_provider_delta import exceptions
-from airflow_provider_delta.exceptions import DeltaError
-from airflow_provider_delta.spark.environment import raise_for_executor_environment
+from airflow_provider_delta.exceptions import DeltaError, ExecutorEnvironmentError
 from airflow_provider_delta.spark.types import to_spark_schema
 
 if TYPE_CHECKING:
@@ -43,6 +42,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.schema.types import StructType
 
 __all__ = [
+    "EXECUTOR_ENVIRONMENT_HELP",
     "FILE_COLUMN",
     "RECORD_COLUMN",
     "RECORD_SCHEMA",
@@ -54,6 +54,7 @@ __all__ = [
     "file_partitions",
     "json_frame",
     "map_in_arrow",
+    "raise_for_executor_environment",
     "records_batch",
     "reraise_task_error",
     "spark_arrow_schema",
@@ -70,6 +71,14 @@ FILE_COLUMN = "file"
 # spark.sql.files.openCostInBytes), used when the session does not set them.
 _MAX_PARTITION_BYTES = 128 * 1024 * 1024
 _OPEN_COST_BYTES = 4 * 1024 * 1024
+
+_MISSING_MODULE = re.compile(r"ModuleNotFoundError: No module named '([^']+)'")
+EXECUTOR_ENVIRONMENT_HELP = (
+    "Help: install the same airflow-provider-delta (and its pyarrow) into the Python that Spark's "
+    "executors run on every worker (the interpreter named by spark.pyspark.python or PYSPARK_PYTHON; "
+    "on a standalone cluster set in the workers' environment), or ship a packed virtualenv with "
+    "spark.archives (e.g. venv-pack) and point spark.pyspark.python at it. delta-spark is not needed."
+)
 
 _ERROR_MARKER = "delta-task-error: "
 _ERROR_PATTERN = re.compile(re.escape(_ERROR_MARKER) + r"(\{.*\})")
@@ -121,6 +130,22 @@ def reraise_task_error(err: BaseException) -> None:
     except TypeError:  # an error type with required keyword fields
         error = DeltaError(message)
     raise error from err
+
+
+def raise_for_executor_environment(err: BaseException) -> None:
+    """In the driver: raise :class:`ExecutorEnvironmentError` when ``err`` is a Python worker missing a module.
+
+    Returns normally for any other failure (the caller re-raises ``err``).
+    """
+    found = _MISSING_MODULE.findall(str(err))
+    if not found:
+        return
+    module = found[-1]
+    raise ExecutorEnvironmentError(
+        f"A Spark executor's Python cannot import {module!r} (ModuleNotFoundError in a Python worker), so it "
+        f"cannot run the Delta data plane's tasks; nothing was written to the table. {EXECUTOR_ENVIRONMENT_HELP}",
+        module=module,
+    ) from err
 
 
 @contextlib.contextmanager
