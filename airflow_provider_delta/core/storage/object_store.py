@@ -257,37 +257,36 @@ class ObjectStoreStorage:
         """Files directly under ``relative_dir`` sorted by name; one LIST from ``start_after`` on."""
         import obstore  # lazy: object stores only
 
-        prefix = self._key(relative_dir)
-        prefix = f"{prefix}/" if prefix else ""
         if start_after is None:
-            result = self._call("list", relative_dir or "/", lambda: obstore.list_with_delimiter(self.store, prefix))
-            metas = result["objects"]
-        else:
-            offset = prefix + start_after
-            metas = self._call(
-                "list", relative_dir or "/",
-                lambda: [m for chunk in obstore.list(self.store, prefix, offset=offset) for m in chunk],
-            )
-        out = []
-        for meta in metas:
-            name = meta["path"][len(prefix) :]
-            if not name or "/" in name:
-                continue
-            if start_after is not None and name <= start_after:
-                continue
-            out.append(FileInfo(name, int(meta["size"]), _millis(meta["last_modified"])))
-        out.sort(key=lambda f: f.name)
-        return out
+            return sorted((e for e in self.list_entries(relative_dir) if not e.is_dir), key=lambda f: f.name)
+        prefix = self._prefix(relative_dir)
+        offset = prefix + start_after
+        metas = self._call(
+            "list", relative_dir or "/",
+            lambda: [m for chunk in obstore.list(self.store, prefix, offset=offset) for m in chunk],
+        )
+        files = [f for f in self._files_in(prefix, metas) if f.name > start_after]
+        return sorted(files, key=lambda f: f.name)
 
     def list_entries(self, relative_dir: str) -> list[FileInfo]:
         """Objects and "folders" (common prefixes) directly under ``relative_dir``: one delimited LIST."""
         import obstore  # lazy: object stores only
 
-        prefix = self._key(relative_dir)
-        prefix = f"{prefix}/" if prefix else ""
+        prefix = self._prefix(relative_dir)
         result = self._call("list", relative_dir or "/", lambda: obstore.list_with_delimiter(self.store, prefix))
-        out = [FileInfo(p[len(prefix):].rstrip("/"), 0, 0, is_dir=True) for p in result["common_prefixes"]]
-        for meta in result["objects"]:
+        folders = [FileInfo(p[len(prefix):].rstrip("/"), 0, 0, is_dir=True) for p in result["common_prefixes"]]
+        return folders + self._files_in(prefix, result["objects"])
+
+    def _prefix(self, relative_dir: str) -> str:
+        """The key prefix of a folder: its key and a slash ("" for the table root's bucket root)."""
+        key = self._key(relative_dir)
+        return f"{key}/" if key else ""
+
+    @staticmethod
+    def _files_in(prefix: str, metas: Any) -> list[FileInfo]:
+        """The listed objects directly under ``prefix`` (deeper keys left out)."""
+        out = []
+        for meta in metas:
             name = meta["path"][len(prefix):]
             if name and "/" not in name:
                 out.append(FileInfo(name, int(meta["size"]), _millis(meta["last_modified"])))
