@@ -23,8 +23,6 @@ from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 if TYPE_CHECKING:
     from airflow_provider_delta.spark.jobs.context import JobContext
 
-_INT_OPTIONS = ("starting_version", "ending_version", "max_versions")
-
 JOB = JobDefinition(
     name="cdf_export",
     summary="Export the source table's new change data into a sink, exactly once (the progress lives in the sink).",
@@ -52,24 +50,11 @@ JOB = JobDefinition(
 
 
 def _options(ctx: JobContext) -> dict[str, Any]:
-    sink = ctx.option("sink", kind=str)
+    """The declared options (types, choices and defaults checked by ``JOB``); ``sink`` is required."""
+    sink = ctx.option("sink")
     if not sink:
         raise JobSpecError("Cannot run job 'cdf_export': option 'sink' (the export's destination) is required")
-    options: dict[str, Any] = {
-        "format": ctx.option("format", "parquet", kind=str),
-        "name": ctx.option("name", "default", kind=str),
-        "initial_snapshot": ctx.option("initial_snapshot", False, kind=bool),
-        "envelope": ctx.option("envelope", "flat", kind=str),
-        "key_columns": ctx.option("key_columns", kind=list),
-        "sink_storage_options": ctx.option("sink_storage_options", kind=dict),
-        "register_watermark": ctx.option("register_watermark", kind=bool),
-    }
-    for name in _INT_OPTIONS:
-        value = ctx.option(name, kind=int)
-        if isinstance(value, bool):
-            raise JobSpecError(f"Cannot run job 'cdf_export': option {name!r} must be int, found {value!r}")
-        options[name] = value
-    return {"sink": sink, **options}
+    return {"sink": sink, **{o.name: ctx.option(o.name) for o in JOB.options if o.name != "sink"}}
 
 
 def run(ctx: JobContext) -> JobOutput:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.exceptions import JobSpecError
+from airflow_provider_delta.spark.jobs.options import Option
 
 if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor
@@ -30,14 +31,12 @@ def executor_for(ctx: JobContext) -> Executor | None:
 
 
 def number_option(ctx: JobContext, name: str, *, minimum: float | None = None) -> float | None:
-    """A numeric option (int or float, not bool), at least ``minimum`` when given.
+    """A numeric option (its type checked by the job's declaration), at least ``minimum`` when given.
 
     Raises:
         JobSpecError: the option is not a number or below the minimum.
     """
-    value = ctx.option(name, kind=(int, float))
-    if isinstance(value, bool):
-        raise JobSpecError(f"Cannot run job {ctx.spec.job!r}: option {name!r} must be a number, found {value!r}")
+    value = ctx.option(name)  # a number, not a bool: checked by the job's declaration
     if value is not None and minimum is not None and value < minimum:
         raise JobSpecError(f"Cannot run job {ctx.spec.job!r}: option {name!r} must be >= {minimum}, found {value!r}")
     return value
@@ -57,3 +56,9 @@ def columns_option(ctx: JobContext, name: str) -> list[str] | None:
     if not all(isinstance(c, str) for c in value):
         raise JobSpecError(f"Cannot run job {ctx.spec.job!r}: option {name!r} must list column names, found {value!r}")
     return list(value)
+
+
+def where_option(done: str) -> Option:
+    """OPTIMIZE's and REORG's ``where``: a predicate on partition columns choosing what is ``done``."""
+    return Option("where", str, None, f"A predicate on partition columns: only these partitions are {done}.",
+                  aliases=("predicate", "partition_filter"))

@@ -19,7 +19,12 @@ from typing import TYPE_CHECKING
 from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.optimize import optimize
 from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.maintenance import columns_option, executor_for, number_option
+from airflow_provider_delta.spark.jobs.maintenance import (
+    columns_option,
+    executor_for,
+    number_option,
+    where_option,
+)
 from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
@@ -30,8 +35,7 @@ JOB = JobDefinition(
     name="optimize",
     summary="Compact small files per partition (bin-packing), or ZORDER BY columns (Delta's OPTIMIZE).",
     options=(
-        Option("where", str, None, "A predicate on partition columns: only these partitions are optimized.",
-               aliases=("predicate", "partition_filter")),
+        where_option("optimized"),
         Option("target_file_size", (int, float), None,
                "Target file size in bytes (default: the table's delta.targetFileSize, else 1 GiB).",
                aliases=("targetFileSize", "max_file_size")),

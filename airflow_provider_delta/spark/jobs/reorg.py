@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.reorg import reorg
 from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.maintenance import executor_for
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.spark.jobs.maintenance import executor_for, where_option
+from airflow_provider_delta.spark.jobs.options import JobDefinition
 
 if TYPE_CHECKING:
     from airflow_provider_delta.spark.jobs.context import JobContext
@@ -26,8 +26,7 @@ JOB = JobDefinition(
     name="reorg",
     summary="REORG TABLE ... APPLY (PURGE): rewrite files with soft-deleted rows or dropped columns.",
     options=(
-        Option("where", str, None, "A predicate on partition columns: only these partitions are purged.",
-               aliases=("predicate", "partition_filter")),
+        where_option("purged"),
     ),
     engines=("spark", "local"),
     multi_table=True,
