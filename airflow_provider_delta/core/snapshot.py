@@ -12,11 +12,14 @@ from airflow_provider_delta.core.log.paths import LogFile, commit_path
 from airflow_provider_delta.core.log.replay import ReplayState, read_commits, replay
 from airflow_provider_delta.core.log.segment import LogSegment, build_segment, gallop_latest, newest_from
 from airflow_provider_delta.core.protocol import check_readable
+from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.types import schema_from_json
 from airflow_provider_delta.exceptions import LogCorruptedError, VersionNotFoundError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+
+    import pyarrow as pa
 
     from airflow_provider_delta.core.actions import (
         AddFile,
@@ -129,6 +132,17 @@ class Snapshot:
             )
         with reading(self.location, self.version, source, what="metaData of"):
             return schema_from_json(self.metadata.schema_string)
+
+    @cached_property
+    def arrow_schema(self) -> pa.Schema:
+        """The table's logical schema as Arrow.
+
+        Raises:
+            UnsupportedFeatureError: a column's type has no Arrow equivalent (the error names the
+                table, version and the file the metaData came from).
+        """
+        with reading(self.location, self.version, self.metadata_source, what="metaData of"):
+            return to_arrow_schema(self.schema)
 
     @property
     def partition_columns(self) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from airflow_provider_delta.core.executor import LocalExecutor, RowRewrite
 from airflow_provider_delta.core.expressions import bind_filter, evaluate, is_partition_only, predicate_text
 from airflow_provider_delta.core.partitions import partition_column
 from airflow_provider_delta.core.read.scan import raw_partition_value
-from airflow_provider_delta.core.schema.arrow import to_arrow_schema, to_arrow_type
+from airflow_provider_delta.core.schema.arrow import to_arrow_type
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.changes import tag_changes
@@ -123,7 +123,7 @@ def stage_delete(
 
 def bound_predicate(snapshot: Snapshot, predicate: Any) -> Expr:
     """``predicate`` bound to the snapshot's logical schema (it must yield booleans)."""
-    return bind_filter(predicate, to_arrow_schema(snapshot.schema))
+    return bind_filter(predicate, snapshot.arrow_schema)
 
 
 def operation_predicate(predicate: Any) -> str:

@@ -22,7 +22,6 @@ from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.commands.delete import bound_predicate, matches, operation_predicate
 from airflow_provider_delta.core.executor import LocalExecutor, RowRewrite
 from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression, spread
-from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.changes import tag_changes
 from airflow_provider_delta.core.write.rows import check_table_writable, count_true
@@ -87,7 +86,7 @@ class UpdateRows:
 def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple[str, Expr], ...]:  # noqa: A002
     if not set:
         raise DeltaError("Cannot update: no assignments given (set={'column': 'sql expression'})")
-    arrow_schema = to_arrow_schema(snapshot.schema)
+    arrow_schema = snapshot.arrow_schema
     assignments = []
     for name, text in set.items():
         f = snapshot.schema.get(name, case_sensitive=False)

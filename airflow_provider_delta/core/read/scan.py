@@ -108,7 +108,7 @@ def plan_scan(snapshot: Snapshot, *, columns: Sequence[str] | None = None, filte
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
     selected = _select_columns(schema, columns)
-    logical_arrow = to_arrow_schema(schema)
+    logical_arrow = snapshot.arrow_schema
     predicate = None
     needed = set(selected)
     if filter is not None:
