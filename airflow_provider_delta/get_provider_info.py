@@ -10,6 +10,11 @@ from typing import Any
 from airflow_provider_delta import __version__
 
 _INTEGRATION = "Delta Lake"
+#: The same as ``airflow_provider_delta.assets.SCHEMES`` (that module imports Airflow; this one must not).
+ASSET_SCHEMES = (
+    "delta",
+    *(f"delta+{s}" for s in ("s3", "gs", "gcs", "abfs", "abfss", "az", "adl", "hdfs", "viewfs", "s3a", "s3n")),
+)
 
 
 def _connection_type() -> dict[str, Any]:
@@ -82,4 +87,12 @@ def get_provider_info() -> dict[str, Any]:
             {"integration-name": _INTEGRATION, "python-modules": ["airflow_provider_delta.triggers.delta"]}
         ],
         "connection-types": [_connection_type()],
+        # Delta tables as assets: delta:///path and delta+<storage>://bucket/path (see assets.py).
+        "asset-uris": [
+            {
+                "schemes": list(ASSET_SCHEMES),
+                "handler": "airflow_provider_delta.assets.sanitize_uri",
+                "factory": "airflow_provider_delta.assets.create_asset",
+            }
+        ],
     }

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
-from airflow.sdk import BaseOperator
+from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import (
     AirflowException,
     AirflowFailException,
@@ -37,20 +37,21 @@ from airflow.sdk.exceptions import (
     AirflowSkipException,
 )
 
+from airflow_provider_delta.assets import asset_uri
 from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.hooks.delta import DeltaHook
+from airflow_provider_delta.hooks.delta import DeltaHook, is_full_location
 from airflow_provider_delta.operators.job_secrets import redacted_spec_json, write_private_file
 from airflow_provider_delta.operators.lineage import DeltaLineageMixin, job_lineage
 from airflow_provider_delta.policies.conflicts import DeltaJobError, failure_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.options import Engine, job_definition
+from airflow_provider_delta.spark.jobs.options import Engine, is_deferred_value, job_definition
 from airflow_provider_delta.spark.jobs.run_job import run_spec
 from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from airflow.sdk import Context
 
@@ -209,6 +210,14 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
             declares ``app_transaction=True``).
         app_id: override the derived idempotency key (templated); ``app_version`` goes with it.
         spark_submit_kwargs: more ``SparkSubmitHook`` arguments (``driver_memory``, ``packages``, ...).
+        inlet_tables: tables the job reads (e.g. a MERGE's source), declared as the task's inlets.
+
+    Assets: a job that changes its table (``JOB.outlet``, e.g. ``write``) declares the table as the
+    task's outlet, ``Asset("delta:///path")`` (see :mod:`airflow_provider_delta.assets`), so DAGs
+    scheduled on that asset run after it without ``outlets=`` written by hand. A table named by a
+    template or a bare name is only known at run time: the outlet is then an ``AssetAlias``
+    (``delta-table:<dag_id>.<task_id>``) to which the run attaches the table's asset. ``inlet_tables``
+    given as full paths become inlets. Outlets and inlets passed by hand are kept.
 
     Returns (XCom ``return_value``): the job result as a dict: ``status``, ``version``, ``committed``,
     ``metrics``, ``attempts``, ``engine``, ``duration_s``; with ``tables``, ``tables`` holds one such
@@ -241,6 +250,7 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         app_id: str | None = None,
         app_version: int = 0,
         spark_submit_kwargs: dict[str, Any] | None = None,
+        inlet_tables: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -272,6 +282,35 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         self.app_version = app_version
         self.spark_submit_kwargs = spark_submit_kwargs or {}
         self._hook: _DeltaSparkSubmitHook | None = None
+        self._table_alias: AssetAlias | None = None
+        self._declare_assets(list(inlet_tables))
+
+    def _declare_assets(self, inlet_tables: list[str]) -> None:
+        """The table as an outlet (an asset, or an alias filled at run time) and the inlet tables."""
+        if self.definition.outlet:
+            names = [self.table] if self.tables is None else self.tables
+            static = [_static_asset(n) for n in names] if isinstance(names, list) else [None]
+            for asset in static:
+                if asset is not None:
+                    _add_unique(self.outlets, asset)
+            if any(a is None for a in static):
+                self._table_alias = AssetAlias(name=f"delta-table:{self.dag_id or '-'}.{self.task_id}")
+                _add_unique(self.outlets, self._table_alias)
+        for name in inlet_tables:
+            asset = _static_asset(name)
+            if asset is not None:
+                _add_unique(self.inlets, asset)
+
+    def _emit_table_assets(self, context: Context, locations: list[str]) -> None:
+        """Attach the run's table assets to the outlet alias (tables known only at run time)."""
+        if self._table_alias is None:
+            return
+        events = context["outlet_events"][self._table_alias]
+        for location in locations:
+            try:
+                events.add(Asset(uri=asset_uri(location)))
+            except ValueError as err:
+                self.log.warning("Table %r is not announced as an asset: %s", location, err)
 
     def _where(self) -> str:
         return f"Cannot create task {self.task_id!r} (job {self.job!r})"
@@ -336,6 +375,7 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         raise_for_result(result, self.conflict_policy, location=label)
         done = result.tables or [{**result.to_dict(), "table": locations[0]}]
         self.delta_lineage = [t for one in done for t in self.lineage(str(one.get("table")), one, spec)]
+        self._emit_table_assets(context, locations)
         return result.to_dict()
 
     def run_local(self, spec: JobSpec) -> JobResult:
@@ -449,6 +489,21 @@ class DeltaCheckpointOperator(DeltaSparkJobOperator):
         )
         self.cleanup_log = cleanup_log
         self.skip_missing = skip_missing
+
+
+def _static_asset(name: Any) -> Asset | None:
+    """The asset of a table named by a literal full path or URI; None for a template or a bare name."""
+    if not isinstance(name, str) or is_deferred_value(name) or not is_full_location(name):
+        return None
+    try:
+        return Asset(uri=asset_uri(name))
+    except ValueError:
+        return None
+
+
+def _add_unique(items: list[Any], item: Any) -> None:
+    if item not in items:
+        items.append(item)
 
 
 def _document_job_options(cls: type, jobs: list[str]) -> None:

@@ -161,7 +161,9 @@ def test_commit_during_a_deferred_wait_fires_the_sensor(tmp_path: Path, monkeypa
 
 @pytest.mark.system
 @pytest.mark.usefixtures("airflow_db")
-@pytest.mark.parametrize(("dag_attr", "waiting_state"), [("dag_r", "up_for_reschedule"), ("dag_d", "deferred")])
+@pytest.mark.parametrize(
+    ("dag_attr", "waiting_state"), [("dag_recreated_r", "up_for_reschedule"), ("dag_recreated_d", "deferred")]
+)
 def test_a_table_recreated_past_the_baseline_is_reported_as_recreated(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dag_attr: str, waiting_state: str
 ):

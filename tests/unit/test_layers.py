@@ -18,7 +18,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = REPO_ROOT / "airflow_provider_delta"
-AIRFLOW_LAYER = ("hooks", "operators", "sensors", "triggers", "get_provider_info")
+AIRFLOW_LAYER = ("hooks", "operators", "sensors", "triggers", "policies", "assets", "get_provider_info")
 ENGINE_FORBIDDEN = (
     "pyspark",
     "airflow",

@@ -146,6 +146,9 @@ class JobDefinition:
         multi_table: the job may be given a list of tables, run one after the other in one process,
             with one result per table (maintenance jobs).
         app_transaction: the job commits data and records Delta's ``txn`` (idempotent Airflow retries).
+        outlet: a successful run changes the table's data or schema, so the operator declares the
+            table as the task's outlet (an asset event for data-aware scheduling). Maintenance that
+            changes no data (checkpoint, vacuum) leaves it False.
         check: cross-option rules (``"pass exactly one of rows and source"``), called with the
             validated options (defaults filled); raises ``JobSpecError``.
     """
@@ -156,6 +159,7 @@ class JobDefinition:
     engines: tuple[Engine, ...] = ("spark", "local")
     multi_table: bool = False
     app_transaction: bool = False
+    outlet: bool = False
     check: Callable[[Mapping[str, Any]], None] | None = None
     _by_name: dict[str, Option] = field(init=False, repr=False, compare=False)
 

@@ -92,6 +92,7 @@ JOB = JobDefinition(
     ),
     engines=("spark", "local"),
     app_transaction=True,
+    outlet=True,
     check=_check,
 )
 

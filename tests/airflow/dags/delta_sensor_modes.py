@@ -22,3 +22,14 @@ with DAG("test_delta_sensor_deferred", schedule=None, start_date=datetime(2026, 
 
 with DAG("test_delta_sensor_poke", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag_p:
     DeltaVersionSensor(task_id="wait", table=TABLE, mode="poke", after_version=0, poke_interval=1, timeout=60)
+
+# The same two modes for the recreated-table tests (a DAG's task state is per test).
+with DAG(
+    "test_delta_sensor_recreated_reschedule", schedule=None, start_date=datetime(2026, 1, 1), catchup=False
+) as dag_recreated_r:
+    DeltaVersionSensor(task_id="wait", table=TABLE, mode="reschedule", poke_interval=1, timeout=60)
+
+with DAG(
+    "test_delta_sensor_recreated_deferred", schedule=None, start_date=datetime(2026, 1, 1), catchup=False
+) as dag_recreated_d:
+    DeltaVersionSensor(task_id="wait", table=TABLE, deferrable=True, poke_interval=1, timeout=60)
