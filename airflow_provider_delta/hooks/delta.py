@@ -16,6 +16,7 @@ path. Nothing is read in ``__init__``: the connection is fetched on first use an
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -27,6 +28,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowNotFoundException
 from airflow_provider_delta.core.log import history as _history
 from airflow_provider_delta.core.log.segment import latest_version as _latest_version
 from airflow_provider_delta.core.storage import storage_for
+from airflow_provider_delta.exceptions import DeltaError
 from airflow_provider_delta.hooks.aws_credentials import with_aws_connection
 
 if TYPE_CHECKING:
@@ -180,7 +182,11 @@ class DeltaHook(BaseHook):
         return _history.history(storage, _latest_version(storage, location=location), limit)
 
     def test_connection(self) -> tuple[bool, str]:
-        """Check that the connection exists and names a base path (the UI's *Test* button)."""
+        """Check the connection (the UI's *Test* button): its extras parse and its base path exists.
+
+        A local base path must be an existing folder; on an object store, the bucket (or container)
+        must be reachable with the connection's storage options.
+        """
         try:
             if self.connection is None:
                 return False, f"Connection {self.delta_conn_id!r} does not exist"
@@ -191,4 +197,23 @@ class DeltaHook(BaseHook):
             return False, str(err)
         if base is None:
             return True, "Connection is valid; tables must be named by full path (no base path set)"
+        problem = self._base_path_problem(base)
+        if problem is not None:
+            return False, problem
         return True, f"Connection is valid; bare table names resolve under {base!r}"
+
+    def _base_path_problem(self, base: str) -> str | None:
+        """Why ``base`` cannot hold tables (missing folder, unreachable bucket), or None."""
+        try:
+            storage = storage_for(base, self.storage_options)
+            root = getattr(storage, "root", None)
+            if isinstance(root, str) and "://" not in base:
+                if os.path.isfile(root):
+                    return f"Cannot use base path {base!r}: it is a file, not a folder"
+                if not os.path.isdir(root):
+                    return f"Cannot use base path {base!r}: the folder {root!r} does not exist"
+                return None
+            storage.list_dir("")  # a missing bucket or wrong credentials fail here
+        except (DeltaError, OSError, ValueError) as err:
+            return f"Cannot use base path {base!r}: {err}"
+        return None

@@ -45,6 +45,7 @@ from airflow_provider_delta.operators.job_secrets import redacted_spec_json, wri
 from airflow_provider_delta.operators.lineage import DeltaLineageMixin, job_lineage
 from airflow_provider_delta.policies.conflicts import DeltaJobError, failure_exception
 from airflow_provider_delta.spark import job_script
+from airflow_provider_delta.spark.install import pyspark_install_problem
 from airflow_provider_delta.spark.jobs import JOBS
 from airflow_provider_delta.spark.jobs.options import Engine, is_deferred_value, job_definition
 from airflow_provider_delta.spark.jobs.run_job import run_spec
@@ -384,6 +385,9 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
 
     def run_spark(self, delta: DeltaHook, spec: JobSpec, label: str) -> JobResult:
         """spark-submit the job runner with ``spec``; wait and read its result."""
+        problem = pyspark_install_problem()
+        if problem is not None:
+            raise AirflowFailException(f"Cannot run Delta job {self.job!r} on Spark: {problem}")
         workdir = Path(tempfile.mkdtemp(prefix=f"delta-{self.job}-"))
         try:
             spec_path, result_path = workdir / "spec.json", workdir / "result.json"

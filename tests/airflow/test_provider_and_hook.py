@@ -126,3 +126,15 @@ def test_retry_policy_decides_from_the_delta_exception_behind_a_task_failure():
     assert policy.evaluate(ValueError("not delta"), 1, 3).action == RetryAction.DEFAULT
     again = DeltaConflictRetryPolicy.deserialize(json.loads(json.dumps(policy.serialize())))
     assert again.policy == policy.policy
+
+
+def test_test_connection_fails_when_the_base_path_does_not_exist(monkeypatch, tmp_path):
+    missing = _hook(monkeypatch, {"conn_type": "delta", "host": str(tmp_path / "no" / "lake")})
+    ok, message = missing.test_connection()
+    assert not ok
+    assert f"the folder {str(tmp_path / 'no' / 'lake')!r} does not exist" in message
+    (tmp_path / "lake").mkdir()
+    (tmp_path / "file").write_text("x")
+    assert _hook(monkeypatch, {"conn_type": "delta", "host": str(tmp_path / "lake")}).test_connection()[0]
+    ok, message = _hook(monkeypatch, {"conn_type": "delta", "host": str(tmp_path / "file")}).test_connection()
+    assert not ok and "is a file" in message
