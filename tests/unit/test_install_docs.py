@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.metadata as md
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from airflow_provider_delta.spark.install import PYSPARK_VERSION
 
