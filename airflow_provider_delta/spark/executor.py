@@ -281,10 +281,10 @@ class SparkExecutor(Executor):
     def _check_fits(self, target: WriteTarget, frame: DataFrame) -> None:
         """Refuse columns that do not fit the table before any task writes a file."""
         try:
-            conform_to_table(self.data_schema(frame).empty_table(), target.schema)
+            conform_to_table(self.data_schema(frame).empty_table(), target.schema, location=target.location)
         except SchemaMismatchError as err:
             raise SchemaMismatchError(
-                f"{err} (table {target.location!r}, version {target.version}). Help: select and cast the "
+                f"{err} (version {target.version}). Help: select and cast the "
                 "DataFrame's columns to the table schema, or pass schema_mode='merge' to add new columns"
             ) from err
 
@@ -347,7 +347,9 @@ class _ChangeTask:
         if rows is None:
             return
         with delta_errors():
-            tagged = tag_changes(conform_to_table(rows, self.target.schema), self.change_type)
+            tagged = tag_changes(
+                conform_to_table(rows, self.target.schema, location=self.target.location), self.change_type
+            )
             cdc = write_change_files(self.target, tagged)
         if self.hook is not None:
             self.hook(cdc)

@@ -93,7 +93,7 @@ class LocalExecutor(Executor):
 
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """The rows, conformed to the table's schema, tagged ``change_type``."""
-        return [tag_changes(conform_to_table(_as_table(data), target.schema), change_type)]
+        return [tag_changes(conform_to_table(_as_table(data), target.schema, location=target.location), change_type)]
 
     def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
         """Write every collected change table in one go (PROTOCOL.md "Change Data Files")."""

@@ -100,14 +100,84 @@ def parse_predicate(text: str, *, qualifiers: Collection[str] = ()) -> Expr:
     raise PredicateError(f"Cannot parse predicate {text!r}: {to_sql(expr)!r} is not a condition")
 
 
+# sqlglot's expression classes as the SQL a user wrote, for parse errors.
+_OPERATORS = {
+    "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "EQ": "=", "NEQ": "!=", "NullSafeEQ": "<=>",
+    "And": "AND", "Or": "OR", "Not": "NOT", "Like": "LIKE", "ILike": "ILIKE", "In": "IN", "Is": "IS",
+    "Between": "BETWEEN", "Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "Mod": "%",
+}
+_MISSING = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+
+
+def _unclosed_quote(text: str) -> int | None:
+    """The 1-based position of a quote that opens a string never closed, if any."""
+    opened: tuple[str, int] | None = None
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if opened is None and char in "'\"`":
+            opened = (char, i)
+        elif opened is not None and char == opened[0]:
+            if text[i + 1 : i + 2] == char:  # a doubled quote inside the string
+                i += 1
+            else:
+                opened = None
+        i += 1
+    return opened[1] + 1 if opened is not None else None
+
+
+def parse_error_reason(err: sqlglot.errors.SqlglotError, text: str) -> str:
+    """What is wrong with ``text`` in SQL terms, with the 1-based position (not sqlglot's wording).
+
+    Example:
+        >>> parse_error_reason(_error_of("id >"), "id >")
+        "'>' at position 4 has no value on its right"
+    """
+    quote = _unclosed_quote(text)
+    if quote is not None:
+        return f"the string starting at position {quote} is not closed (add the closing {text[quote - 1]})"
+    details = getattr(err, "errors", None) or []
+    if not details:
+        return str(err).splitlines()[0]
+    first = details[0]
+    description, highlight = str(first.get("description", "")), str(first.get("highlight") or "")
+    col = int(first.get("col") or 0)
+    start = max(1, col - len(highlight) + 1)
+    missing = _MISSING.match(description)
+    if missing:
+        keyword, cls = missing.groups()
+        op = _OPERATORS.get(cls, cls.upper())
+        if keyword == "expression" and highlight:
+            return f"{highlight!r} at position {start} has no value on its right"
+        # The error points past the operator: find where the operator itself is.
+        at = text.upper().rfind(op, 0, max(start - 1, 0) + len(op)) + 1 or start
+        if cls == "Between":
+            return f"'BETWEEN' at position {at} needs '<low> AND <high>'"
+        if keyword == "this" and cls != "Not":
+            return f"{op!r} at position {at} has no value on its left"
+        return f"{op!r} at position {at} has no value on its right"
+    if description.startswith("Expecting )"):
+        return f"a '(' is not closed: expected ')' after position {col}"
+    if "Unexpected token" in description or "Invalid expression" in description:
+        return f"unexpected {highlight!r} at position {start}"
+    return f"{description} at position {start}"
+
+
+def _error_of(text: str) -> sqlglot.errors.SqlglotError:
+    try:
+        sqlglot.parse_one(text, read="spark")
+    except sqlglot.errors.SqlglotError as err:
+        return err
+    raise AssertionError(f"{text!r} parses")
+
+
 def _parse_sql(text: str, kind: str) -> exp.Expr:
     if not isinstance(text, str) or not text.strip():
         raise PredicateError(f"Cannot parse {kind} {text!r}: empty text")
     try:
         node = sqlglot.parse_one(text, read="spark")
     except sqlglot.errors.SqlglotError as err:
-        reason = str(err).splitlines()[0]
-        raise PredicateError(f"Cannot parse {kind} {text!r}: {reason}") from err
+        raise PredicateError(f"Cannot parse {kind} {text!r}: {parse_error_reason(err, text)}") from err
     if node is None:
         raise PredicateError(f"Cannot parse {kind} {text!r}: empty text")
     return node

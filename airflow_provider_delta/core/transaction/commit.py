@@ -333,6 +333,8 @@ class Transaction:
             changes_protocol=self._protocol is not None,
             changes_metadata=self._metadata is not None,
             partition_values_of=partition_values_of,
+            location=snapshot.location,
+            operation=self.operation,
         )
 
     def commit(self) -> int:

@@ -99,6 +99,8 @@ class ReadSummary:
     changes_protocol: bool
     changes_metadata: bool
     partition_values_of: Callable[[dict[str, Any]], dict[str, Any]]
+    location: str = ""  # the table, for messages
+    operation: str = ""  # this transaction's operation, for messages
 
 
 def _path(action: dict[str, Any]) -> str:
@@ -123,9 +125,12 @@ def _help(kind: str) -> str:
 def _raise(
     exc: type[DeltaConcurrentModificationException], what: str, kind: str, summary: ReadSummary, w: WinningCommit
 ) -> None:
+    # Name the table: a task log or a runbook shows many tables' conflicts side by side.
+    head = f"Cannot commit {summary.operation or 'the transaction'} to table {summary.location!r}"
     message = (
-        f"Commit failed: transaction {w.version} ({w.operation or 'UNKNOWN'}) {what} "
-        f"after this transaction read version {summary.read_version}. {_help(kind)}"
+        f"{head if summary.location else 'Commit failed'}: transaction {w.version} "
+        f"({w.operation or 'UNKNOWN'}) {what} after this transaction read version {summary.read_version}. "
+        f"{_help(kind)}"
     )
     raise exc(
         message,

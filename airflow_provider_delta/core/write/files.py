@@ -138,7 +138,7 @@ def write_data_files(
     pending = _Pending(target_file_rows)
     try:
         for table in _tables(data):
-            conformed = _conform_table(table, schema, writer.logical_schema)
+            conformed = _conform_table(table, schema, writer.logical_schema, storage.root)
             for key, part in _split_partitions(conformed, writer.partition_fields).items():
                 for ready in pending.add(key, part.drop_columns(writer.partition_names)):
                     writer.write(ready, key)
@@ -223,7 +223,7 @@ class _Pending:
 # --- input validation -----------------------------------------------------------------------------
 
 
-def conform_to_table(data: pa.Table, schema: StructType) -> pa.Table:
+def conform_to_table(data: pa.Table, schema: StructType, *, location: str | None = None) -> pa.Table:
     """Check ``data`` against the table schema and cast it to exactly ``to_arrow_schema(schema)``.
 
     Columns are matched by logical name (exactly, else ignoring case); nullable columns the data
@@ -235,14 +235,15 @@ def conform_to_table(data: pa.Table, schema: StructType) -> pa.Table:
     Args:
         data: the rows to write.
         schema: the table's logical schema.
+        location: the table, named in the error message.
 
     Returns:
         The rows with the table's logical Arrow schema.
 
     Raises:
         SchemaMismatchError: naming every missing NOT NULL column, extra column, type that cannot be
-            cast safely and NOT NULL column holding nulls, e.g. ``Cannot write to table: column 'x'
-            has type string, expected long``.
+            cast safely and NOT NULL column holding nulls, e.g. ``Cannot write to table '/data/t':
+            column 'x' has type string, expected long``.
 
     Example:
         >>> from airflow_provider_delta.core.schema.types import LongType, StructField, StructType
@@ -250,10 +251,10 @@ def conform_to_table(data: pa.Table, schema: StructType) -> pa.Table:
         ...                  StructType((StructField("id", LongType()),))).schema
         id: int64
     """
-    return _conform_table(data, schema, to_arrow_schema(schema))
+    return _conform_table(data, schema, to_arrow_schema(schema), location)
 
 
-def _conform_table(table: pa.Table, schema: StructType, target: pa.Schema) -> pa.Table:
+def _conform_table(table: pa.Table, schema: StructType, target: pa.Schema, location: str | None) -> pa.Table:
     """Return ``table`` with exactly the Arrow schema ``target`` (= ``to_arrow_schema(schema)``).
 
     Raises:
@@ -272,7 +273,8 @@ def _conform_table(table: pa.Table, schema: StructType, target: pa.Schema) -> pa
             problems.append(f"column {f.name!r} is not nullable but has {column.null_count} null value(s)")
         columns.append(column)
     if problems:
-        raise SchemaMismatchError("Cannot write to table: " + "; ".join(dict.fromkeys(problems)))
+        table = f"table {location!r}" if location else "table"
+        raise SchemaMismatchError(f"Cannot write to {table}: " + "; ".join(dict.fromkeys(problems)))
     return pa.Table.from_arrays(columns, schema=target)
 
 

@@ -125,7 +125,7 @@ def write_rows(
         SchemaMismatchError: the rows do not fit the schema, violate a CHECK constraint, or a row
             does not satisfy ``require``. Nothing is written then.
     """
-    data = conform_to_table(data, target.schema)
+    data = conform_to_table(data, target.schema, location=target.location)
     check_constraints(target, data)
     if require is not None:
         _check_required(target, data, require, require_text)
