@@ -111,3 +111,15 @@ def test_a_list_of_tables_is_one_job_with_a_result_per_table(airflow_db: Path, t
     tables = skipped["result"]["tables"]
     assert [t["status"] for t in tables] == ["success", "success"]
     assert tables[1]["metrics"]["skipped"] is True and tables[1]["version"] is None
+
+
+def test_the_retry_policy_fails_a_permanent_error_of_an_in_process_commit_at_once(airflow_db: Path, tmp_path: Path):
+    """DeltaConflictRetryPolicy used to retry PredicateError like a conflict."""
+    from tests.airflow.dags.delta_operator_outcomes_dags import retry_policy_dag
+
+    make_table(tmp_path / "t", commits=1)
+    run = retry_policy_dag.test(run_conf={"root": str(tmp_path)})
+    (ti,) = run.get_task_instances()
+    assert ti.state == "failed"
+    assert len(outcomes(tmp_path)["delete_in_process"]) == 1  # one try of three
+    assert DeltaTable(str(tmp_path / "t")).version == 1

@@ -22,9 +22,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
+
+from airflow_provider_delta.core.table import DeltaTable
 
 from airflow_provider_delta.operators.delta import DeltaCheckpointOperator, DeltaSparkJobOperator
+from airflow_provider_delta.policies.conflicts import DeltaConflictRetryPolicy
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -101,6 +104,24 @@ with DAG(
         job_options={"rows": [{"id": 1, "part": "a", "channel": "web"}]},
     )
     RecordingCheckpoint(task_id="missing_table", table=ROOT + "/missing")
+
+with DAG(
+    dag_id="delta_retry_policy",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    params={"root": "/nonexistent"},
+    default_args=DEFAULTS,
+) as retry_policy_dag:
+    # A task that commits in-process with Airflow's pluggable retry policy: a permanent error (a
+    # predicate that does not parse) fails it at once although retries=2.
+    @task(retry_policy=DeltaConflictRetryPolicy())
+    def delete_in_process(params: dict[str, Any] | None = None) -> None:
+        root = Path((params or {})["root"])
+        with (root / "outcomes.jsonl").open("a") as out:
+            out.write(json.dumps({"task_id": "delete_in_process", "try_number": 0}) + "\n")
+        DeltaTable(str(root / "t")).delete("id >")
+
+    delete_in_process()
 
 with DAG(
     dag_id="delta_transient_error",
