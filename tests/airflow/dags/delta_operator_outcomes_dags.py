@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import DAG, task
 
 from airflow_provider_delta.core.table import DeltaTable
-
 from airflow_provider_delta.operators.delta import DeltaCheckpointOperator, DeltaSparkJobOperator
 from airflow_provider_delta.policies.conflicts import DeltaConflictRetryPolicy
 
