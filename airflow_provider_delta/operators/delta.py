@@ -1,17 +1,22 @@
-"""Operators that run Delta jobs on Spark: :class:`DeltaSparkJobOperator` and :class:`DeltaCheckpointOperator`.
+"""Operators that run Delta jobs: :class:`DeltaSparkJobOperator` and :class:`DeltaCheckpointOperator`.
 
 Every operator here follows one path (the job protocol, :mod:`airflow_provider_delta.spark.protocol`):
 
-1. build a JSON :class:`~airflow_provider_delta.spark.protocol.JobSpec` (table, options, conflict
-   policy, idempotency key) in a temporary folder;
-2. submit ``spark/jobs/run_job.py`` through apache-airflow-providers-apache-spark's ``SparkSubmitHook``
-   (connection ``spark_default`` unless the ``delta`` connection or the operator names another;
-   **without that connection the master is** ``local[*]``, not the hook's own yarn fallback);
-3. read the JSON result back: on success push it to XCom (the return value); on failure map the
-   reported exception through the conflict policy: ``skip`` -> ``AirflowSkipException``, ``fail`` ->
+1. check ``job_options`` against the job's declaration (``JOB`` in its module): when the DAG is
+   parsed, and again after rendering;
+2. build a JSON :class:`~airflow_provider_delta.spark.protocol.JobSpec` (table or tables, options,
+   conflict policy, idempotency key);
+3. run it on the job's engine: ``spark`` submits ``spark/jobs/run_job.py`` through
+   apache-airflow-providers-apache-spark's ``SparkSubmitHook`` (connection ``spark_default`` unless
+   the ``delta`` connection or the operator names another; **without that connection the master
+   is** ``local[*]``, not the hook's own yarn fallback); ``local`` runs the same job code in this
+   process, without Spark (jobs that move no data);
+4. read the JSON result: on success push it to XCom (the return value) and attach the table's asset
+   to the outlet alias when the table was only known at run time; on failure map the reported
+   exception through the conflict policy: ``skip`` -> ``AirflowSkipException``, ``fail`` ->
    ``AirflowFailException`` (no Airflow retries; the default for permanent errors),
-   ``airflow_retry`` (and an exhausted in-job ``retry``) -> ``DeltaConflictError`` or ``DeltaJobError``
-   (``AirflowException``) so the task's ``retries`` apply.
+   ``airflow_retry`` (and an exhausted in-job ``retry``) -> ``DeltaConflictError`` or
+   ``DeltaJobError`` (``AirflowException``) so the task's ``retries`` apply.
 
 The Airflow worker never starts Spark in its own process, and this module imports no pyspark.
 The driver runs on the Airflow worker (client mode, as for every Python application on a standalone
