@@ -515,11 +515,14 @@ def _add_unique(items: list[Any], item: Any) -> None:
         items.append(item)
 
 
-def _document_job_options(cls: type, jobs: list[str]) -> None:
-    """Append the jobs' declared options (``JOB`` in each job module) to ``cls``'s docstring."""
+def document_job_options(cls: type, jobs: list[str]) -> None:
+    """Append the jobs' declared options (``JOB`` in each job module) to ``cls``'s docstring.
+
+    Call it once after an operator class for a job, e.g. ``document_job_options(DeltaVacuumOperator, ["vacuum"])``.
+    """
     sections = [textwrap.indent(job_definition(name).docstring(), "    ") for name in jobs]
     cls.__doc__ = "\n\n".join([(cls.__doc__ or "").rstrip(), *sections]) + "\n"
 
 
-_document_job_options(DeltaSparkJobOperator, sorted(JOBS))
-_document_job_options(DeltaCheckpointOperator, ["checkpoint"])
+document_job_options(DeltaSparkJobOperator, sorted(JOBS))
+document_job_options(DeltaCheckpointOperator, ["checkpoint"])

@@ -33,8 +33,8 @@ def append(path: str, n: int = 1) -> int:
 def ti_state(dag_id: str, task_id: str) -> str | None:
     """The task instance's state; ``"deferred"`` also while dag.test() runs its trigger inline.
 
-    dag.test() marks a deferred task QUEUED while it runs the trigger in process; a QUEUED task
-    that has already started is that case.
+    dag.test() marks a deferred task QUEUED while it runs the trigger in process; such a task still
+    has its trigger (``trigger_id``), which a task queued to start for the first time has not.
     """
     from airflow.models.taskinstance import TaskInstance
     from airflow.utils.session import create_session
@@ -42,14 +42,15 @@ def ti_state(dag_id: str, task_id: str) -> str | None:
 
     with create_session() as session:
         row = session.execute(
-            select(TaskInstance.state, TaskInstance.start_date).where(
+            select(TaskInstance.state, TaskInstance.trigger_id).where(
                 TaskInstance.dag_id == dag_id, TaskInstance.task_id == task_id
             )
         ).first()
     if row is None or row[0] is None:
         return None
     state = str(getattr(row[0], "value", row[0]))
-    return "deferred" if state == "queued" and row[1] is not None else state
+    # Deferred = it has a trigger; a QUEUED task with a start date may also be one about to start.
+    return "deferred" if state in ("queued", "deferred") and row[1] is not None else state
 
 
 class CommitWhen(threading.Thread):

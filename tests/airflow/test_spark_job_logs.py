@@ -48,7 +48,8 @@ def test_spark_jobs_log_their_progress_not_sparks_info_lines(
     spark_info = [line for line in log.splitlines() if re.search(r"\d\d:\d\d:\d\d INFO \w+:", line)]
     assert 0 < len(spark_info) <= 6, spark_info
     w_name = repr(str(w))
-    assert f"Job 'write' on {w_name}: overwrite on version 3 (3 files) where part = 'a'" in log
+    plan = rf"Job 'write' on {re.escape(w_name)}: overwrite on version 3 \(3 files, \d+ bytes\) where part = 'a'"
+    assert re.search(plan, log)
     assert re.search(rf"Job 'write' on {re.escape(w_name)}: attempt 1 wrote 1 file\(s\), \d+ bytes; committing", log)
     assert f"Job 'write' on {w_name}: attempt 1 failed (ConcurrentAppendException, conflict): " in log
     assert f"Job 'write' on {w_name}: deleted the 1 file(s) the failed attempt 1 wrote" in log

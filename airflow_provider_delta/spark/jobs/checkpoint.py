@@ -54,7 +54,10 @@ def run(ctx: JobContext) -> JobOutput:
             raise
         ctx.progress("skipped: %s", err)
         return JobOutput(version=None, metrics={"skipped": True, "reason": str(err)})
-    ctx.progress("checkpointing version %d (%d files)", snapshot.version, snapshot.num_files)
+    files = snapshot.files()
+    ctx.progress(
+        "checkpointing version %d (%d files, %d bytes)", snapshot.version, len(files), sum(a.size for a in files)
+    )
     info = write_checkpoint(snapshot)
     deleted = cleanup_expired_logs(snapshot) if ctx.option("cleanup_log") else []
     metrics = {

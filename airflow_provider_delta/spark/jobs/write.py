@@ -142,8 +142,8 @@ def run(ctx: JobContext) -> JobOutput:
     data = _load_data(ctx)
     snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
     ctx.progress(
-        "%s on version %d (%d files)%s", options["mode"], snapshot.version, snapshot.num_files,
-        f" where {options['predicate']}" if options["predicate"] else "",
+        "%s on version %d (%d files, %d bytes)%s", options["mode"], snapshot.version, snapshot.num_files,
+        sum(a.size for a in snapshot.files()), f" where {options['predicate']}" if options["predicate"] else "",
     )
     result = write(
         snapshot, data, mode=options["mode"], predicate=options["predicate"],
