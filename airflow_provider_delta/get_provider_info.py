@@ -80,7 +80,13 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "hooks": [{"integration-name": _INTEGRATION, "python-modules": ["airflow_provider_delta.hooks.delta"]}],
         "operators": [
-            {"integration-name": _INTEGRATION, "python-modules": ["airflow_provider_delta.operators.delta"]}
+            {
+                "integration-name": _INTEGRATION,
+                "python-modules": [
+                    "airflow_provider_delta.operators.delta",
+                    "airflow_provider_delta.operators.maintenance",
+                ],
+            }
         ],
         "sensors": [{"integration-name": _INTEGRATION, "python-modules": ["airflow_provider_delta.sensors.delta"]}],
         "triggers": [

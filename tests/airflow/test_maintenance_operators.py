@@ -1,0 +1,116 @@
+"""DeltaVacuumOperator, DeltaOptimizeOperator and DeltaReorgOperator with a real Airflow (``dag.test()``).
+
+The jobs run in the task process (tests/airflow/dags/delta_maintenance_operator_dags.py); the example
+DAG test (tests/system) runs the same operators through spark-submit.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from airflow_provider_delta.core.table import DeltaTable
+from tests.airflow.helpers import xcom_value
+from tests.interop import assert_delta_rs_reads_identically
+from tests.maintenance_tables import disk_files, make_old, small_files_table, with_deletion_vector
+
+pytestmark = pytest.mark.integration
+
+
+def _table(root: Path) -> DeltaTable:
+    t = small_files_table(root / "t", appends=3, properties={"delta.enableDeletionVectors": "true"})
+    b_file = next(f for f in t.files() if f.partition_values["p"] == "b")
+    with_deletion_vector(t, b_file, [0, 1])
+    (root / "t" / "p=b" / "orphan.parquet").write_bytes(b"junk")
+    make_old(root / "t")
+    return t.refresh()
+
+
+def test_maintenance_operators_optimize_purge_and_vacuum_a_table(airflow_db: Path, tmp_path: Path) -> None:
+    from tests.airflow.dags.delta_maintenance_operator_dags import operators_dag
+
+    t = _table(tmp_path)
+    run = operators_dag.test(run_conf={"root": str(tmp_path), "part": "a"})
+    assert str(run.state) == "success", {ti.task_id: ti.state for ti in run.get_task_instances()}
+    results = {
+        task: xcom_value(operators_dag.dag_id, run.run_id, task)
+        for task in ("optimize", "reorg", "vacuum_dry_run", "vacuum")
+    }
+
+    optimize = results["optimize"]
+    assert optimize["status"] == "success" and optimize["committed"] is True
+    assert optimize["metrics"]["numRemovedFiles"] == 3 and optimize["metrics"]["zOrderBy"] == ["x"]
+    assert optimize["metrics"]["totalConsideredFiles"] == 3  # the template picked partition 'a' only
+
+    reorg = results["reorg"]
+    assert reorg["committed"] is True and reorg["metrics"]["numDeletionVectorsRemoved"] == 1
+
+    dry = results["vacuum_dry_run"]["metrics"]
+    expected = 3 + 1 + 1 + 1  # p=a's compacted files, the purged file, its DV, the orphan
+    assert dry["dryRun"] is True and dry["numFiles"] == expected
+    assert len(dry["files"]) == 3 and dry["filesTruncated"] is True
+
+    vacuum = results["vacuum"]["metrics"]
+    assert vacuum["numFiles"] == expected and vacuum["metrics"]["numDeletedFiles"] == expected
+    assert results["vacuum"]["version"] == vacuum["endVersion"]
+    latest = DeltaTable(t.location)
+    assert [h["operation"] for h in latest.history(4)] == ["VACUUM END", "VACUUM START", "REORG", "OPTIMIZE"]
+    assert disk_files(Path(t.location)) == {f.path for f in latest.files()}
+    assert_delta_rs_reads_identically(t.location)
+
+
+def test_bad_input_fails_the_tasks_with_deltas_message_and_changes_nothing(
+    airflow_db: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from tests.airflow.dags.delta_maintenance_operator_dags import bad_input_dag
+
+    t = _table(tmp_path)
+    before = disk_files(Path(t.location))
+    run = bad_input_dag.test(run_conf={"root": str(tmp_path)})
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert states == {"vacuum_too_short": "failed", "optimize_data_column": "failed"}
+    for task, message in (
+        ("vacuum_too_short", "DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"),
+        ("optimize_data_column", "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
+    ):
+        failed = xcom_value(bad_input_dag.dag_id, run.run_id, task, key="delta_job_result")
+        assert failed["status"] == "error" and message in failed["error"]["message"]
+    assert DeltaTable.latest_version(t.location) == t.version
+    assert disk_files(Path(t.location)) == before
+
+
+@pytest.mark.parametrize(
+    ("operator", "kwargs", "match"),
+    [
+        ("DeltaVacuumOperator", {"retention_hours": -1}, "retention_hours must be a number >= 0"),
+        ("DeltaVacuumOperator", {"retention_hours": True}, "retention_hours must be a number >= 0"),
+        ("DeltaOptimizeOperator", {"zorder_by": "x"}, "zorder_by must be a list of column names"),
+        ("DeltaOptimizeOperator", {"target_file_size": 0}, "target_file_size must be a positive number"),
+    ],
+)
+def test_bad_arguments_are_refused_when_the_dag_is_parsed(operator: str, kwargs: dict, match: str) -> None:
+    from airflow_provider_delta.operators import maintenance
+
+    with pytest.raises(ValueError, match=match):
+        getattr(maintenance, operator)(task_id="t", table="/data/t", **kwargs)
+
+
+def test_operators_submit_their_job_with_the_options_and_no_idempotency_key() -> None:
+    from airflow_provider_delta.operators.maintenance import (
+        DeltaOptimizeOperator,
+        DeltaReorgOperator,
+        DeltaVacuumOperator,
+    )
+
+    vacuum = DeltaVacuumOperator(task_id="v", table="/data/t", retention_hours=200, lite=True)
+    assert (vacuum.job, vacuum.job_options) == ("vacuum", {
+        "retention_hours": 200, "dry_run": False, "lite": True, "enforce_retention_duration": True,
+        "max_files_in_result": 1000,
+    })
+    optimize = DeltaOptimizeOperator(task_id="o", table="/data/t", zorder_by=("a", "b"), target_file_size=1 << 20)
+    assert (optimize.job, optimize.job_options) == ("optimize", {"target_file_size": 1 << 20, "zorder_by": ["a", "b"]})
+    reorg = DeltaReorgOperator(task_id="r", table="/data/t", where="d = '{{ ds }}'")
+    assert (reorg.job, reorg.job_options) == ("reorg", {"where": "d = '{{ ds }}'"})
+    assert not (vacuum.is_write_job or optimize.is_write_job or reorg.is_write_job)
+    assert "job_options" in reorg.template_fields
