@@ -28,7 +28,7 @@ DEMO_TABLE ?= peer/merge_cdf_partitioned
 DEMO_DIR := .demo
 BENCH_ARGS ?=
 
-.PHONY: help install venv test test-all test-spark test-cluster bench-cdf bench-spark bench-s3 lint format typecheck layers pytest bench demo demo-log clean
+.PHONY: help install venv test test-all test-spark test-cluster bench-cdf bench-spark bench-s3 bench-maintenance lint format typecheck layers pytest bench demo demo-log clean
 
 help: ## show this help
 	@echo "Usage: make <target>   (first run creates $(VENV) and installs everything)"
@@ -125,18 +125,22 @@ define demo_step
 	@$(BIN)/delta-log $(1)
 endef
 
-bench: $(STAMP) ## read- and write-path benchmarks against delta-rs (BENCH_ARGS="--quick" for a short run)
+bench: $(STAMP) ## read, write, MERGE and maintenance benchmarks against delta-rs (BENCH_ARGS="--quick" for a short run)
 	@$(PY) -m benchmarks.bench_read $(BENCH_ARGS)
 	@$(PY) -m benchmarks.bench_write $(BENCH_ARGS)
 	@$(PY) -m benchmarks.bench_poke $(if $(findstring --quick,$(BENCH_ARGS)),--quick,)
 	@$(PY) -m benchmarks.bench_merge $(BENCH_ARGS)
 	@$(PY) -m benchmarks.bench_s3 $(if $(findstring --quick,$(BENCH_ARGS)),--quick,)
+	@$(PY) -m benchmarks.bench_maintenance $(if $(findstring --quick,$(BENCH_ARGS)),--quick,)
 
 bench-s3: $(STAMP) ## tables on a local S3 server (SeaweedFS) vs delta-rs: load time, requests per load/poke/append
 	@$(PY) -m benchmarks.bench_s3 $(BENCH_ARGS)
 
 bench-cdf: $(STAMP) ## CDF export to Parquet vs delta-rs load_cdf + write_to_dataset (BENCH_ARGS="--quick")
 	@$(PY) -m benchmarks.bench_cdf_export $(BENCH_ARGS)
+
+bench-maintenance: $(STAMP) ## VACUUM and compaction vs delta-rs (BENCH_ARGS="--quick" or "--vacuum-sizes 4000")
+	@$(PY) -m benchmarks.bench_maintenance $(BENCH_ARGS)
 
 bench-spark: $(STAMP) ## Spark data plane: driver memory, write_delta / read_delta speed (BENCH_ARGS="--quick")
 	@$(PY) -m benchmarks.bench_spark $(BENCH_ARGS)
