@@ -25,6 +25,7 @@ from airflow_provider_delta.core.commands.optimize.layout import Coalesce
 from airflow_provider_delta.core.commands.optimize.rewrite import RewriteRequest, run_rewrite
 from airflow_provider_delta.core.executor import LocalExecutor
 from airflow_provider_delta.core.parallel import run_parallel
+from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.core.read.footers import has_columns_outside, table_column_paths
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode
 
@@ -77,8 +78,10 @@ def plan_reorg(snapshot: Snapshot, where: Any = None) -> RewriteRequest:
     """The bins REORG PURGE would rewrite (footers are read, no data), for dry runs.
 
     Raises:
+        UnsupportedFeatureError: the table needs a writer feature this engine lacks.
         PredicateError: ``where`` references a data column or does not parse.
     """
+    check_writable(snapshot.protocol, location=snapshot.location, version=snapshot.version)
     size = target_file_size_for(snapshot, None)
     files = matching_files(snapshot, where, "REORG")
     candidates = purge_candidates(snapshot, files)

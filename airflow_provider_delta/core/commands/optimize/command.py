@@ -27,6 +27,7 @@ from airflow_provider_delta.core.commands.optimize.layout import Coalesce, ZOrde
 from airflow_provider_delta.core.commands.optimize.rewrite import RewriteRequest, run_rewrite
 from airflow_provider_delta.core.executor import LocalExecutor
 from airflow_provider_delta.core.expressions import referenced_columns
+from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.exceptions import PredicateError, SchemaError
 
@@ -145,9 +146,11 @@ def plan_optimize(
     """The bins OPTIMIZE would rewrite, without reading or writing any data file (dry runs).
 
     Raises:
+        UnsupportedFeatureError: the table needs a writer feature this engine lacks.
         PredicateError: ``where`` references a data column or does not parse.
         SchemaError: a ZORDER BY column is a partition column or does not exist.
     """
+    check_writable(snapshot.protocol, location=snapshot.location, version=snapshot.version)
     size = target_file_size_for(snapshot, target_file_size)
     columns = zorder_columns(snapshot, zorder_by)
     files = matching_files(snapshot, where, "OPTIMIZE")

@@ -262,3 +262,23 @@ def test_zorder_keeps_rows_from_partitions_apart(tmp_path: Path) -> None:
         assert part.num_rows == 40
     assert {f.partition_values["p"] for f in t.files()} == {"a", "b", "c"}
     assert batch([0], "a").schema == SCHEMA
+
+
+@pytest.mark.parametrize("command", ["optimize", "zorder", "reorg"])
+def test_a_table_needing_an_unknown_writer_feature_is_refused_even_with_nothing_to_do(
+    tmp_path: Path, command: str
+) -> None:
+    from airflow_provider_delta.exceptions import UnsupportedFeatureError
+
+    t = small_files_table(tmp_path / "t", appends=1)
+    commit = Path(t.location) / "_delta_log" / f"{t.version + 1:020d}.json"
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [],
+                "writerFeatures": ["someFutureFeature"]}
+    commit.write_text(json.dumps({"protocol": protocol}) + "\n")
+    t = DeltaTable(t.location)
+    with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):
+        if command == "reorg":
+            t.reorg()
+        else:
+            t.optimize(zorder_by=["x"] if command == "zorder" else None)
+    assert DeltaTable.latest_version(t.location) == t.version

@@ -148,3 +148,11 @@ def test_reorg_reads_rows_with_nulls_for_columns_added_later(tmp_path: Path) -> 
     t.reorg()
     assert rows_of(t.to_arrow()) == before
     assert pa.types.is_string(pq.read_schema(Path(t.location) / t.files()[0].path).field("extra").type)
+
+
+def test_reorg_records_no_change_data(tmp_path: Path) -> None:
+    t = small_files_table(tmp_path / "t", appends=2, properties={
+        "delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"})
+    with_deletion_vector(t, t.files()[0], [0])
+    version = DeltaTable(t.location).reorg()["version"]
+    assert version is not None and DeltaTable(t.location).changes(version, version).num_rows == 0
