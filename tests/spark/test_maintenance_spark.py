@@ -47,7 +47,9 @@ def _jobs_in_group(spark: SparkSession, group: str) -> list[int]:
 def _tasks_of(spark: SparkSession, job_id: int) -> int:
     tracker = spark.sparkContext.statusTracker()
     info = tracker.getJobInfo(job_id)
-    return sum(tracker.getStageInfo(s).numTasks for s in info.stageIds)
+    assert info is not None
+    stages = [tracker.getStageInfo(s) for s in info.stageIds]
+    return sum(stage.numTasks for stage in stages if stage is not None)
 
 
 def test_optimize_and_zorder_rewrite_bins_in_spark_tasks(spark: SparkSession, tmp_path: Path) -> None:

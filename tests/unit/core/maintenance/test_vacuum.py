@@ -233,6 +233,7 @@ def test_dry_run_lists_files_and_folders_and_commits_nothing(table: DeltaTable) 
 def test_a_real_run_writes_vacuum_start_and_end_even_with_nothing_to_delete(table: DeltaTable) -> None:
     root = Path(table.location)
     result = table.vacuum()
+    assert result.start_version is not None and result.end_version is not None
     start, end = _commit_info(root, result.start_version), _commit_info(root, result.end_version)
     assert (start["operation"], end["operation"]) == ("VACUUM START", "VACUUM END")
     assert start["operationParameters"] == {"retentionCheckEnabled": "true", "defaultRetentionMillis": "604800000"}
@@ -246,6 +247,7 @@ def test_a_real_run_writes_vacuum_start_and_end_even_with_nothing_to_delete(tabl
 
 def test_specified_retention_is_recorded_in_hours_rounded_half_up(table: DeltaTable) -> None:
     result = table.vacuum(168.5)
+    assert result.start_version is not None
     params = _commit_info(Path(table.location), result.start_version)["operationParameters"]
     assert params["specifiedRetentionMillis"] == str(169 * 3_600_000)
     result = table.vacuum(0.4, enforce_retention_duration=False, dry_run=True)
