@@ -49,7 +49,6 @@ def _non_negative_number(value: Any, name: str, task_id: Any) -> None:
 class _MaintenanceOperator(DeltaSparkJobOperator):
     """A maintenance job: no idempotency key, and a one-line summary of the result in the task log."""
 
-    is_write_job: ClassVar[bool] = False
     job_name: ClassVar[str] = ""
 
     def __init__(
@@ -147,7 +146,8 @@ class DeltaVacuumOperator(_MaintenanceOperator):
             try:
                 self.job_options["retention_hours"] = float(value)
             except ValueError:
-                raise ValueError(f"Cannot vacuum {self.table or self.tables!r}: retention_hours {value!r} is not a number") from None
+                names = self.table or self.tables
+                raise ValueError(f"Cannot vacuum {names!r}: retention_hours {value!r} is not a number") from None
         return super().execute(context)
 
     def summary(self, table: str, result: dict[str, Any]) -> str:

@@ -112,5 +112,31 @@ def test_operators_submit_their_job_with_the_options_and_no_idempotency_key() ->
     assert (optimize.job, optimize.job_options) == ("optimize", {"target_file_size": 1 << 20, "zorder_by": ["a", "b"]})
     reorg = DeltaReorgOperator(task_id="r", table="/data/t", where="d = '{{ ds }}'")
     assert (reorg.job, reorg.job_options) == ("reorg", {"where": "d = '{{ ds }}'"})
-    assert not (vacuum.is_write_job or optimize.is_write_job or reorg.is_write_job)
+    assert not any(op.definition.app_transaction for op in (vacuum, optimize, reorg))
+    assert vacuum.engine == optimize.engine == reorg.engine == "spark"  # the default
     assert "job_options" in reorg.template_fields
+
+
+def test_a_list_of_tables_is_vacuumed_in_one_job_and_a_missing_table_hides_no_other(
+    airflow_db: Path, tmp_path: Path
+) -> None:
+    from tests.airflow.dags.delta_maintenance_operator_dags import tables_dag
+
+    for name in ("a", "b"):
+        _table(tmp_path / name)
+    run = tables_dag.test(run_conf={"root": str(tmp_path)})
+    (ti,) = run.get_task_instances()
+    assert ti.state == "failed"  # one table of three is missing
+    result = xcom_value(tables_dag.dag_id, run.run_id, "vacuum_tables", key="delta_job_result")
+    assert [(t["table"], t["status"]) for t in result["tables"]] == [
+        (str(tmp_path / "a" / "t"), "success"), (str(tmp_path / "missing"), "error"),
+        (str(tmp_path / "b" / "t"), "success"),
+    ]
+    for name in ("a", "b"):
+        root = tmp_path / name / "t"
+        latest = DeltaTable(str(root))
+        assert [h["operation"] for h in latest.history(2)] == ["VACUUM END", "VACUUM START"]
+        assert "p=b/orphan.parquet" not in disk_files(root)
+        assert {f.path for f in latest.files()} <= disk_files(root)
+    assert [t["metrics"]["files"] for t in result["tables"][::2]] == [["p=b/orphan.parquet"]] * 2
+    assert result["tables"][1]["error"]["kind"] == "permanent"
