@@ -450,28 +450,23 @@ def test_a_file_written_while_vacuum_lists_is_never_deleted(tmp_path: Path) -> N
     assert len(versions) >= 1
 
 
-def test_vacuum_through_a_pyarrow_file_system_matches_the_local_store(tmp_path: Path) -> None:
-    # The storage object stores use (ArrowFileSystemStorage), here over pyarrow's local file system.
+def test_vacuum_through_a_read_only_pyarrow_file_system_deletes_nothing(tmp_path: Path) -> None:
+    # Schemes without put-if-absent go through ArrowFileSystemStorage, which refuses commits: VACUUM
+    # must fail on its VACUUM START commit, before it deletes a single file.
     import pyarrow.fs as pafs
 
     from airflow_provider_delta.core.snapshot import load_snapshot
-    from airflow_provider_delta.core.storage import ArrowFileSystemStorage
+    from airflow_provider_delta.core.storage.arrow import ArrowFileSystemStorage
+    from airflow_provider_delta.exceptions import StorageError
 
-    results = []
-    for name in ("local", "arrow"):
-        t = small_files_table(tmp_path / name, appends=2)
-        t.delete("p = 'a'")
-        (Path(t.location) / "empty" / "nested").mkdir(parents=True)
-        _touch(Path(t.location) / "p=b" / "orphan", days_old=30)
-        make_old(Path(t.location))
-        snapshot = t.snapshot
-        if name == "arrow":
-            snapshot = load_snapshot(ArrowFileSystemStorage(pafs.LocalFileSystem(), t.location, scheme="file"),
-                                     t.location)
-        result = vacuum(snapshot, now_ms=now_plus(8))
-        results.append((sorted(f.split("/", 1)[-1] if "part-" in f else f for f in result.files),
-                        sorted(disk_files(Path(t.location)))))
-        assert not (Path(t.location) / "empty").exists()
-        assert_delta_rs_reads_identically(t.location)
-    (local_files, _), (arrow_files, _) = results
-    assert len(local_files) == len(arrow_files) == 5  # 2 tombstoned files, the orphan, 2 folders
+    t = small_files_table(tmp_path / "t", appends=2)
+    t.delete("p = 'a'")
+    _touch(Path(t.location) / "p=b" / "orphan", days_old=30)
+    make_old(Path(t.location))
+    before = disk_files(Path(t.location))
+    snapshot = load_snapshot(ArrowFileSystemStorage(pafs.LocalFileSystem(), t.location, scheme="file"), t.location)
+    assert vacuum(snapshot, now_ms=now_plus(8), dry_run=True).files  # there is something to delete
+    with pytest.raises(StorageError, match="no atomic put-if-absent"):
+        vacuum(snapshot, now_ms=now_plus(8))
+    assert disk_files(Path(t.location)) == before
+    assert DeltaTable.latest_version(t.location) == t.version
