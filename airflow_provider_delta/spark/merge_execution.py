@@ -39,6 +39,7 @@ from airflow_provider_delta.core.commands.merge.plan import EngineExpr, quote_sq
 from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
 from airflow_provider_delta.core.expressions import Column as ExprColumn
 from airflow_provider_delta.core.write.target import WriteTarget
+from airflow_provider_delta.spark.file_rows import FILE_INDEX, ROW_INDEX, file_rows_frame
 from airflow_provider_delta.spark.merge_source import SparkMergeSource
 from airflow_provider_delta.spark.merge_tasks import (
     BY_SOURCE,
@@ -50,7 +51,6 @@ from airflow_provider_delta.spark.merge_tasks import (
     target_column,
     value_column,
 )
-from airflow_provider_delta.spark.read import FILE_INDEX, ROW_INDEX, file_rows_frame
 from airflow_provider_delta.spark.tasks import RECORD_SCHEMA, apply_in_arrow, collect_records
 
 if TYPE_CHECKING:

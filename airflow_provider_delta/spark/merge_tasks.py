@@ -41,7 +41,7 @@ from airflow_provider_delta.core.write.changes import tag_changes, write_change_
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
 from airflow_provider_delta.exceptions import MergeMultipleMatchError
-from airflow_provider_delta.spark.read import FILE_INDEX, ROW_INDEX
+from airflow_provider_delta.spark.file_rows import FILE_INDEX, ROW_INDEX
 from airflow_provider_delta.spark.tasks import delta_errors, records_batch
 
 if TYPE_CHECKING:

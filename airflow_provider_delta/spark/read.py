@@ -22,14 +22,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import orjson
 import pyarrow as pa
-from pyspark.sql import types as st
 
 from airflow_provider_delta.core.actions import AddFile
-from airflow_provider_delta.core.read.scan import ScanPlan, plan_scan, read_file
-from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+from airflow_provider_delta.core.read.scan import plan_scan, read_file
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, without_column_mapping
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.table import DeltaTable
@@ -44,14 +41,10 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from airflow_provider_delta.core.log.history import TimestampLike
+    from airflow_provider_delta.core.read.scan import ScanPlan
     from airflow_provider_delta.core.schema.mapping import ColumnMappingMode
 
-__all__ = ["FILE_INDEX", "ROW_INDEX", "file_rows_frame", "read_delta"]
-
-FILE_INDEX = "__delta_file_index"
-""":func:`file_rows_frame`'s column: the position of a row's file in the list of files (int)."""
-ROW_INDEX = "__delta_row_index"
-""":func:`file_rows_frame`'s column: the row's position among its file's live rows (long)."""
+__all__ = ["read_delta"]
 
 # Rows per Arrow batch a read task yields (Spark's spark.sql.execution.arrow.maxRecordsPerBatch).
 _BATCH_ROWS = 10_000
@@ -148,67 +141,3 @@ class _ReadTask:
         return table.select(list(plan.columns)).cast(self.arrow_schema)
 
 
-def file_rows_frame(
-    spark: SparkSession, layout: WriteTarget, files: Sequence[AddFile], columns: Sequence[str]
-) -> DataFrame:
-    """The live rows of ``files`` (only ``columns``) as a DataFrame read by Spark tasks, with positions.
-
-    The rows are those core reads (deletion vectors applied, partition values and column mapping
-    resolved, columns missing from older files null), restricted to ``columns`` (logical names of
-    ``layout.schema``; only they are read from the Parquet files), plus :data:`FILE_INDEX` (the file's
-    index in ``files``) and :data:`ROW_INDEX` (the row's position among the file's live rows, as
-    ``read_add_file`` returns them). A file's rows are read by one task. MERGE on Spark reads the
-    columns its join and clauses need this way; its writing tasks re-read the files they rewrite.
-    """
-    schema = layout.schema
-    wanted = {c.lower() for c in columns}
-    selected = StructType(tuple(f for f in schema.fields if f.name.lower() in wanted))  # physical names kept
-    result = without_column_mapping(selected)
-    spark_schema = to_spark_schema(result)
-    spark_schema = spark_schema.add(st.StructField(FILE_INDEX, st.IntegerType(), False)).add(
-        st.StructField(ROW_INDEX, st.LongType(), False)
-    )
-    if not files:
-        return spark.createDataFrame([], spark_schema)
-    parts = {c.lower() for c in layout.partition_columns}
-    plan = ScanPlan(
-        files=(),
-        data_schema=StructType(tuple(f for f in selected.fields if f.name.lower() not in parts)),
-        partition_fields=tuple(f for f in schema.fields if f.name.lower() in parts and f.name.lower() in wanted),
-        output_schema=to_arrow_schema(schema),
-        columns=result.names,
-        predicate=None,
-        skipped_files=0,
-    )
-    arrow_schema = spark_arrow_schema(spark, result)
-    arrow_schema = arrow_schema.append(pa.field(FILE_INDEX, pa.int32(), False)).append(
-        pa.field(ROW_INDEX, pa.int64(), False)
-    )
-    task = _FileRowsTask(layout=layout, plan=plan, mode=column_mapping_mode(layout.configuration),
-                         arrow_schema=arrow_schema)
-    return map_in_arrow(file_frame(spark, files, with_stats=False), task, spark_schema)
-
-
-@dataclass(frozen=True)
-class _FileRowsTask:
-    """``mapInArrow`` function over a file frame: each file's live rows (some columns) with their positions."""
-
-    layout: WriteTarget
-    plan: ScanPlan
-    mode: ColumnMappingMode
-    arrow_schema: pa.Schema
-
-    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for text in batch.column(0).to_pylist():
-                payload = orjson.loads(text)
-                with delta_errors():
-                    rows = read_file(self.layout, AddFile.from_dict(payload["add"]), self.plan, self.mode)
-                n = rows.num_rows
-                if not n:
-                    continue
-                read_schema = self.plan.read_schema
-                rows = rows.select(read_schema.names).cast(read_schema).select(list(self.plan.columns))
-                rows = rows.append_column(FILE_INDEX, pa.array(np.full(n, payload["index"], np.int32)))
-                rows = rows.append_column(ROW_INDEX, pa.array(np.arange(n, dtype=np.int64)))
-                yield from rows.cast(self.arrow_schema).to_batches(max_chunksize=_BATCH_ROWS)
