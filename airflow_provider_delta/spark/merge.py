@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["merge_delta", "merge_delta_sql"]
+__all__ = ["merge_delta", "merge_delta_sql", "statement_source"]
 
 _FILE_FORMATS = frozenset({"parquet", "csv", "json", "orc", "avro", "text"})
 
@@ -133,7 +133,7 @@ def merge_delta_sql(
     """
     parsed = parse_merge_sql(statement)
     target = location or _target_location(parsed.target_parts)
-    source = _source_frame(spark, parsed.source_parts, sources or {}, storage_options)
+    source = statement_source(spark, parsed.source_parts, sources=sources, storage_options=storage_options)
     builder = MergeBuilder.from_spec(
         _latest(target, storage_options), SparkMergeSource(source), parsed.spec,
         isolation_level=isolation_level, executor=SparkExecutor(spark),
@@ -153,14 +153,20 @@ def _target_location(parts: Sequence[str]) -> str:
     )
 
 
-def _source_frame(
+def statement_source(
     spark: SparkSession,
     parts: Sequence[str],
-    sources: Mapping[str, DataFrame],
-    storage_options: Mapping[str, str] | None,
+    *,
+    sources: Mapping[str, DataFrame] | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> DataFrame:
+    """The DataFrame a MERGE statement's ``USING`` names (see :func:`merge_delta_sql`).
+
+    Raises:
+        MergeError: no such view, table or readable path (``clause`` is ``USING``).
+    """
     name = ".".join(parts)
-    found = [frame for key, frame in sources.items() if key.lower() == name.lower()]
+    found = [frame for key, frame in (sources or {}).items() if key.lower() == name.lower()]
     if found:
         return found[0]
     try:

@@ -12,6 +12,8 @@ JOBS: dict[str, str] = {
     "optimize": "airflow_provider_delta.spark.jobs.optimize",
     "reorg": "airflow_provider_delta.spark.jobs.reorg",
     "vacuum": "airflow_provider_delta.spark.jobs.vacuum",
+    "merge": "airflow_provider_delta.spark.jobs.merge",
+    "schema_evolve": "airflow_provider_delta.spark.jobs.schema_evolve",
     "write": "airflow_provider_delta.spark.jobs.write",
 }
 """Job name -> module; the module's ``run(ctx)`` does the work (see :mod:`.context`)."""

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,7 @@ from airflow_provider_delta.core.executor import LocalExecutor
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.memory import rewrite_memory_pool
 from airflow_provider_delta.core.write.rows import check_table_writable
+from airflow_provider_delta.exceptions import MergeError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -40,7 +42,9 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = ["execute_merge"]
+__all__ = ["execute_merge", "merge_metrics"]
+
+log = logging.getLogger(__name__)
 
 
 def execute_merge(
@@ -51,6 +55,8 @@ def execute_merge(
     isolation_level: Any = None,
     executor: Executor | None = None,
     before_commit: Callable[[], object] | None = None,
+    app_id: str | None = None,
+    app_version: int | None = None,
 ) -> dict[str, Any]:
     """Plan, execute and commit a MERGE; return Delta's merge metrics plus ``version``.
 
@@ -61,14 +67,26 @@ def execute_merge(
         isolation_level: ``Serializable`` or ``WriteSerializable`` (the table's when None).
         executor: where the row work runs (default: the local executor).
         before_commit: called after the files are written and before the commit (jobs' test hook).
+        app_id, app_version: an idempotent MERGE (Delta's ``txn``): when the table already records
+            ``app_id`` at ``app_version`` or later nothing is done and the result is
+            ``{"version": None, "alreadyCommitted": True}``; otherwise the commit records it.
 
     Raises:
         MergeError: invalid statement (see :func:`plan_merge`), or a value that does not fit its column.
         MergeMultipleMatchError: two source rows would update or delete one target row.
     """
+    if (app_id is None) != (app_version is None):
+        raise MergeError("Cannot run MERGE: pass app_id and app_version together (idempotent merges need both)")
+    if app_id is not None and app_version is not None:
+        done = snapshot.app_transaction_version(app_id)
+        if done is not None and done >= app_version:
+            log.info("MERGE into %s: application %r already committed version %d; nothing to do",
+                     snapshot.location, app_id, done)
+            return {"version": None, "alreadyCommitted": True}
     with rewrite_memory_pool():  # jemalloc: far fewer page faults than mimalloc for a rewrite
         return _execute_merge(snapshot, spec, as_merge_source(source), isolation_level=isolation_level,
-                              executor=executor or LocalExecutor(), before_commit=before_commit)
+                              executor=executor or LocalExecutor(), before_commit=before_commit,
+                              app=(app_id, app_version) if app_id is not None and app_version is not None else None)
 
 
 def _evolved_snapshot(snapshot: Snapshot, plan: MergePlan) -> Snapshot:
@@ -86,6 +104,7 @@ def _execute_merge(
     isolation_level: Any,
     executor: Executor,
     before_commit: Callable[[], object] | None,
+    app: tuple[str, int] | None,
 ) -> dict[str, Any]:
     started = time.monotonic()
     plan = plan_merge(snapshot, spec, source)
@@ -99,11 +118,19 @@ def _execute_merge(
         operation_parameters=plan.operation_parameters,
         isolation_level=isolation_level,
     )
+    if app is not None:
+        txn.app_transaction_version(app[0])  # recorded as read: a concurrent try with this id conflicts
+        txn.set_app_transaction(*app)
     files = txn.read_files(plan.file_predicate)
+    log.info("MERGE into %s at version %d: %d file(s) may hold affected rows, %d source row(s), executor %s",
+             snapshot.location, snapshot.version, len(files), plan.source_rows, executor.name)
     job = MergeJob(plan, snapshot, writer, tuple(files), source, cdf_enabled(writer.configuration))
     outcome = executor.merge(job)
     if outcome is None:
         outcome = merge_locally(job, executor)
+    log.info("MERGE into %s: %d file(s) rewritten, %d data and %d change file(s) written; %s",
+             snapshot.location, len(outcome.removed), len(outcome.added), len(outcome.cdc),
+             ", ".join(f"{k}={v}" for k, v in outcome.counts.items()))
     if plan.evolved:
         txn.update_metadata(writer.metadata)
     txn.remove(*outcome.removed)
@@ -116,10 +143,12 @@ def _execute_merge(
         rewriteTimeMs=int(max(0.0, time.monotonic() - started - outcome.scan_seconds) * 1000),
     )
     txn.operation_metrics = metrics
-    changed = bool(outcome.added or outcome.removed or plan.evolved)
+    changed = bool(outcome.added or outcome.removed or plan.evolved or app is not None)
     if changed and before_commit is not None:
         before_commit()
     version = txn.commit() if changed else None
+    log.info("MERGE into %s: %s", snapshot.location,
+             f"committed version {version}" if version is not None else "nothing changed, nothing committed")
     return {**metrics, "version": version}
 
 

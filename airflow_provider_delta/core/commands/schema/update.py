@@ -322,8 +322,12 @@ class SchemaUpdate:
         staged = dataclasses.replace(self._snapshot.metadata, configuration=self.configuration)
         return metadata_with_schema(staged, self.schema, partition_columns=self.partition_columns)
 
-    def commit(self) -> int | None:
+    def commit(self, *, app_id: str | None = None, app_version: int | None = None) -> int | None:
         """Commit the staged changes as one transaction; returns the version (None if nothing was staged).
+
+        ``app_id``/``app_version`` record Delta's ``txn`` action with the change, so a caller that
+        checks ``snapshot.app_transaction_version(app_id)`` first can treat an already-applied change
+        set as done (a concurrent commit with the same id fails with ``ConcurrentTransactionException``).
 
         Raises:
             MetadataChangedException: another writer changed the table's metadata first.
@@ -340,6 +344,9 @@ class SchemaUpdate:
         txn = Transaction(self._snapshot, operation=operation, operation_parameters=params,
                           isolation_level=self._isolation_level)
         txn.update_metadata(self.metadata())
+        if app_id is not None and app_version is not None:
+            txn.app_transaction_version(app_id)  # recorded as read: a concurrent try with this id conflicts
+            txn.set_app_transaction(app_id, app_version)
         protocol = self._requested_protocol()
         if protocol is not None:
             txn.update_protocol(protocol)
