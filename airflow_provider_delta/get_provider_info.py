@@ -84,7 +84,9 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": _INTEGRATION,
                 "python-modules": [
                     "airflow_provider_delta.operators.delta",
+                    "airflow_provider_delta.operators.cdf_export",
                     "airflow_provider_delta.operators.maintenance",
+                    "airflow_provider_delta.operators.merge",
                 ],
             }
         ],

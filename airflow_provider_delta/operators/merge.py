@@ -1,0 +1,200 @@
+"""Operators for MERGE WITH SCHEMA EVOLUTION and schema changes, run as Spark jobs.
+
+- :class:`DeltaMergeWithEvolutionOperator` submits the ``merge`` job (``spark/jobs/merge.py``): the
+  MERGE is planned by the engine in the Spark driver and executed on the Spark executors
+  (``merge_delta``), one commit.
+- :class:`DeltaSchemaEvolveOperator` submits the ``schema_evolve`` job: DDL statements or builder
+  steps applied as one metadata commit.
+
+Both are thin layers over :class:`~airflow_provider_delta.operators.delta.DeltaSparkJobOperator`: the
+same connections, Spark conf, conflict policy, idempotency key (an Airflow retry after the commit
+landed writes nothing) and job protocol; they only turn their arguments into the job's options.
+This module imports no pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow_provider_delta.operators.delta import DeltaSparkJobOperator
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+__all__ = ["DeltaMergeWithEvolutionOperator", "DeltaSchemaEvolveOperator"]
+
+_SOURCE_KINDS = ("path", "table", "sql", "rows")
+
+
+def _drop_none(options: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in options.items() if v is not None}
+
+
+class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
+    """MERGE a source into a Delta table on Spark, adding the source's new columns (schema evolution).
+
+    Args:
+        table: the target: a full path/URI or a bare name under the ``delta`` connection (templated).
+        source: the rows to merge (templated): ``{"path": ..., "format": "parquet", "options": {...}}``
+            read by Spark, ``{"table": <delta location>, "version": n}`` read with ``read_delta``, or
+            ``{"sql": "SELECT ..."}``; with ``merge_sql`` it may be left out when the statement's
+            ``USING`` names a view, table or ``delta.`/path``` itself.
+        on: the join condition, e.g. ``"target.id = source.id"`` (templated); or
+        merge_sql: one ``MERGE [WITH SCHEMA EVOLUTION] INTO ... USING ... ON ... WHEN ...`` statement
+            (templated); the table after ``INTO`` is ``table``.
+        when_matched, when_not_matched, when_not_matched_by_source: clauses in order (templated), each
+            ``{"action": "update", "set": {...}, "condition": ...}``, ``{"action": "update_all",
+            "except": [...]}``, ``{"action": "delete"}``, ``{"action": "insert", "values": {...}}`` or
+            ``{"action": "insert_all", "except": [...]}``; conditions and values are Spark SQL.
+        schema_evolution: add new source columns to the table (default True).
+        source_alias, target_alias: the names conditions use (default ``source`` / ``target``).
+        isolation_level: ``Serializable`` or ``WriteSerializable`` (default: the table's).
+        **kwargs: as :class:`DeltaSparkJobOperator` (``conflict_policy``, ``spark_conn_id``,
+            ``spark_conf``, ``idempotent``, ``retries``, ...).
+
+    Returns (XCom ``return_value``): the job result: ``version``, ``committed`` and ``metrics`` (Delta's
+    merge metrics: ``numTargetRowsInserted``, ``numTargetRowsUpdated``, ``numTargetRowsDeleted``, ...).
+
+    Raises:
+        ValueError: at DAG parse time, when neither or both of ``on`` and ``merge_sql`` are given, or
+            ``on`` comes without a clause.
+
+    Example:
+        >>> DeltaMergeWithEvolutionOperator(
+        ...     task_id="upsert", table="/data/customers",
+        ...     source={"path": "/landing/{{ ds }}/customers.parquet", "format": "parquet"},
+        ...     on="target.id = source.id",
+        ...     when_matched=[{"action": "update_all", "except": ["op"]}],
+        ...     when_not_matched=[{"action": "insert_all", "except": ["op"]}],
+        ... )  # doctest: +SKIP
+    """
+
+    template_fields: tuple[str, ...] = (
+        "table", "source", "on", "merge_sql", "when_matched", "when_not_matched", "when_not_matched_by_source",
+        "spark_conf", "app_id", "spark_conn_id",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        "source": "json", "merge_sql": "sql", "when_matched": "json", "when_not_matched": "json",
+        "when_not_matched_by_source": "json", "spark_conf": "json",
+    }
+    ui_color = "#7fd3e6"
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        source: dict[str, Any] | None = None,
+        on: str | None = None,
+        merge_sql: str | None = None,
+        when_matched: list[dict[str, Any]] | None = None,
+        when_not_matched: list[dict[str, Any]] | None = None,
+        when_not_matched_by_source: list[dict[str, Any]] | None = None,
+        schema_evolution: bool = True,
+        source_alias: str = "source",
+        target_alias: str = "target",
+        isolation_level: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(job="merge", table=table, **kwargs)
+        task = kwargs.get("task_id")
+        if (on is None) == (merge_sql is None):
+            raise ValueError(f"Cannot create task {task!r}: pass exactly one of 'on' (with clauses) and 'merge_sql'")
+        if on is not None and not (when_matched or when_not_matched or when_not_matched_by_source):
+            raise ValueError(
+                f"Cannot create task {task!r}: 'on' needs at least one of 'when_matched', 'when_not_matched' "
+                "and 'when_not_matched_by_source'"
+            )
+        if source is None and merge_sql is None:
+            raise ValueError(f"Cannot create task {task!r}: pass 'source' (or a 'merge_sql' whose USING names it)")
+        if isinstance(source, dict) and sum(k in source for k in _SOURCE_KINDS) != 1:
+            raise ValueError(
+                f"Cannot create task {task!r}: 'source' needs exactly one of {list(_SOURCE_KINDS)}, found {source!r}"
+            )
+        self.source = source
+        self.on = on
+        self.merge_sql = merge_sql
+        self.when_matched = when_matched or []
+        self.when_not_matched = when_not_matched or []
+        self.when_not_matched_by_source = when_not_matched_by_source or []
+        self.schema_evolution = schema_evolution
+        self.source_alias = source_alias
+        self.target_alias = target_alias
+        self.isolation_level = isolation_level
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Build the ``merge`` job's options from the rendered fields, then run the job."""
+        self.job_options = _drop_none({
+            "source": self.source,
+            "on": self.on,
+            "merge_sql": self.merge_sql,
+            "when_matched": self.when_matched or None,
+            "when_not_matched": self.when_not_matched or None,
+            "when_not_matched_by_source": self.when_not_matched_by_source or None,
+            "schema_evolution": self.schema_evolution,
+            "source_alias": self.source_alias if self.on is not None else None,
+            "target_alias": self.target_alias if self.on is not None else None,
+            "isolation_level": self.isolation_level,
+        })
+        return super().execute(context)
+
+
+class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
+    """Apply Delta DDL statements (or builder steps) to a table as ONE metadata commit.
+
+    Args:
+        table: a full path/URI or a bare name under the ``delta`` connection (templated).
+        statements: ``ALTER TABLE`` statements as in Delta's docs (templated): ``ADD COLUMNS (...
+            AFTER x)``, ``ALTER COLUMN c FIRST``, ``RENAME COLUMN a TO b``, ``DROP COLUMNS (...)``,
+            ``REPLACE COLUMNS (...)``, ``SET TBLPROPERTIES (...)``; the ``ALTER TABLE <name>`` prefix
+            is optional. Or
+        changes: builder steps (templated), e.g. ``{"op": "add_column", "path": "info.b",
+            "type": "STRING", "after": "a"}``, ``{"op": "rename_column", "path": "a", "new_name": "b"}``
+            (see ``spark/jobs/schema_evolve.py`` for every step).
+        isolation_level: ``Serializable`` or ``WriteSerializable`` (default: the table's).
+        **kwargs: as :class:`DeltaSparkJobOperator`.
+
+    The commit records the task instance's idempotency key (Delta's ``txn``): an Airflow retry after
+    the commit landed finds it and does nothing (``committed: false``, metric ``alreadyCommitted``)
+    instead of failing on "column already exists". A statement that does not parse, names a missing
+    column or adds a field inside an array fails before anything is written, naming the statement.
+
+    Returns (XCom ``return_value``): the job result; ``metrics`` holds ``numOperations``,
+    ``columnsBefore``, ``columns`` and ``properties``.
+
+    Example:
+        >>> DeltaSchemaEvolveOperator(task_id="evolve", table="/data/customers", statements=[
+        ...     "ALTER TABLE customers ADD COLUMNS (tier STRING COMMENT 'loyalty tier' AFTER name)",
+        ... ])  # doctest: +SKIP
+    """
+
+    template_fields: tuple[str, ...] = ("table", "statements", "changes", "spark_conf", "app_id", "spark_conn_id")
+    template_fields_renderers: ClassVar[dict[str, str]] = {"statements": "json", "changes": "json",
+                                                           "spark_conf": "json"}
+    ui_color = "#b3e0ea"
+
+    def __init__(
+        self,
+        *,
+        table: str,
+        statements: list[str] | None = None,
+        changes: list[dict[str, Any]] | None = None,
+        isolation_level: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(job="schema_evolve", table=table, **kwargs)
+        if bool(statements) == bool(changes):
+            raise ValueError(
+                f"Cannot create task {kwargs.get('task_id')!r}: pass exactly one of 'statements' and 'changes'"
+            )
+        self.statements = statements or []
+        self.changes = changes or []
+        self.isolation_level = isolation_level
+
+    def execute(self, context: Context) -> dict[str, Any]:
+        """Build the ``schema_evolve`` job's options from the rendered fields, then run the job."""
+        self.job_options = _drop_none({
+            "statements": self.statements or None,
+            "changes": self.changes or None,
+            "isolation_level": self.isolation_level,
+        })
+        return super().execute(context)
