@@ -27,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import TYPE_CHECKING, Any
@@ -63,6 +64,8 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.expressions import Expr
 
 __all__ = ["run_spark_merge"]
+
+log = logging.getLogger(__name__)
 
 _TARGET_PRESENT = "__delta_merge_target_row"
 _SOURCE_PRESENT = "__delta_merge_source_row"
@@ -107,10 +110,13 @@ def run_spark_merge(
         on=plan.condition_sql,
         hook=hook,
     )
+    log.info("MERGE on Spark: joining %d target file(s) (columns %s) with the source; %d insert group(s)",
+             len(job.files), ", ".join(columns), groups)
     # A plain function: pyspark counts a callable object's parameters inconsistently (self included).
     records = collect_records(apply_in_arrow(frame.groupBy(GROUP), lambda key, rows: task(key, rows), RECORD_SCHEMA))
     outcome = _outcome(job, records, writer)
     outcome.scan_seconds = time.monotonic() - started
+    log.info("MERGE on Spark: %d task record(s) in %.1fs", len(records), outcome.scan_seconds)
     return outcome
 
 
