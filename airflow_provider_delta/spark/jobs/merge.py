@@ -39,7 +39,7 @@ from airflow_provider_delta.core.commands.merge.command import execute_merge
 from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
 from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.exceptions import JobSpecError
+from airflow_provider_delta.exceptions import DeltaError, JobSpecError, MergeError
 from airflow_provider_delta.spark.jobs.context import JobOutput
 
 if TYPE_CHECKING:
@@ -166,14 +166,20 @@ def load_source(ctx: JobContext, source: dict[str, Any]) -> Any:
     """The source rows: a DataFrame under Spark (never collected), a pyarrow table with ``--engine local``."""
     if "source_data" in ctx.cache:
         return ctx.cache["source_data"]
-    if "rows" in source:
-        data: Any = pa.Table.from_pylist(source["rows"])
-        if ctx.spark is not None:
-            data = ctx.spark.createDataFrame(data)
-    elif ctx.spark is not None:
-        data = _spark_source(ctx.spark, source, ctx.spec.storage_options)
-    else:
-        data = _local_source(source, ctx.spec.storage_options)
+    try:
+        if "rows" in source:
+            data: Any = pa.Table.from_pylist(source["rows"])
+            if ctx.spark is not None:
+                data = ctx.spark.createDataFrame(data)
+        elif ctx.spark is not None:
+            data = _spark_source(ctx.spark, source, ctx.spec.storage_options)
+        else:
+            data = _local_source(source, ctx.spec.storage_options)
+    except (DeltaError, JobSpecError):
+        raise
+    except Exception as err:  # Spark's AnalysisException, pyarrow's and the OS's errors
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise MergeError(f"Cannot read the MERGE source {source!r}: {first}", clause="source") from err
     ctx.cache["source_data"] = data
     return data
 

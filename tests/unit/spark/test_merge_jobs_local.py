@@ -116,6 +116,17 @@ def test_bad_merge_options_fail_before_anything_is_written(
     assert not list((tmp_path / "t").glob("*.parquet"))[1:]  # only the appended file
 
 
+@pytest.mark.parametrize("source", [{"path": "/nonexistent/in.parquet"}, {"table": "/nonexistent/table"}])
+def test_a_source_that_cannot_be_read_fails_naming_it(tmp_path: Path, source: dict[str, Any]) -> None:
+    location = table(tmp_path)
+    options = {"source": source, "on": "target.id = source.id", "when_not_matched": [{"action": "insert_all"}]}
+    code, result = run_local(JobSpec(job="merge", table=location, options=options), tmp_path)
+    assert code == 2
+    assert result.error is not None and result.error["type"] in ("MergeError", "TableNotFoundError")
+    assert "/nonexistent/" in result.error["message"]
+    assert DeltaTable(location).version == 1
+
+
 def test_merge_job_reads_a_parquet_source_path(tmp_path: Path) -> None:
     location = table(tmp_path)
     pq.write_table(pa.table({"id": [7], "name": ["seven"]}), tmp_path / "in.parquet")
