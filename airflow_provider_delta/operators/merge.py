@@ -14,17 +14,11 @@ This module imports no pyspark.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any
 
 from airflow_provider_delta.operators.delta import DeltaSparkJobOperator
 
-if TYPE_CHECKING:
-    from airflow.sdk import Context
-
 __all__ = ["DeltaMergeWithEvolutionOperator", "DeltaSchemaEvolveOperator"]
-
-_SOURCE_KINDS = ("path", "table", "sql", "rows")
-
 
 def _drop_none(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
@@ -55,9 +49,14 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
     Returns (XCom ``return_value``): the job result: ``version``, ``committed`` and ``metrics`` (Delta's
     merge metrics: ``numTargetRowsInserted``, ``numTargetRowsUpdated``, ``numTargetRowsDeleted``, ...).
 
+    ``source``, ``on``, ``merge_sql`` and the clauses become the job's options (``job_options``,
+    templated, so every path, condition and the SQL may use Jinja); a ``source`` table is declared as
+    the task's inlet, the target as its outlet.
+
     Raises:
-        ValueError: at DAG parse time, when neither or both of ``on`` and ``merge_sql`` are given, or
-            ``on`` comes without a clause.
+        JobSpecError (a ValueError): at DAG parse time, when neither or both of ``on`` and ``merge_sql``
+            are given, ``on`` comes without a clause, the source has no or two kinds, or a clause
+            object is malformed.
 
     Example:
         >>> DeltaMergeWithEvolutionOperator(
@@ -69,14 +68,7 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
         ... )  # doctest: +SKIP
     """
 
-    template_fields: tuple[str, ...] = (
-        "table", "source", "on", "merge_sql", "when_matched", "when_not_matched", "when_not_matched_by_source",
-        "spark_conf", "app_id", "spark_conn_id",
-    )
-    template_fields_renderers: ClassVar[dict[str, str]] = {
-        "source": "json", "merge_sql": "sql", "when_matched": "json", "when_not_matched": "json",
-        "when_not_matched_by_source": "json", "spark_conf": "json",
-    }
+    template_fields: tuple[str, ...] = ("table", "job_options", "spark_conf", "app_id", "spark_conn_id")
     ui_color = "#7fd3e6"
 
     def __init__(
@@ -95,21 +87,23 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
         isolation_level: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(job="merge", table=table, **kwargs)
-        task = kwargs.get("task_id")
-        if (on is None) == (merge_sql is None):
-            raise ValueError(f"Cannot create task {task!r}: pass exactly one of 'on' (with clauses) and 'merge_sql'")
-        if on is not None and not (when_matched or when_not_matched or when_not_matched_by_source):
-            raise ValueError(
-                f"Cannot create task {task!r}: 'on' needs at least one of 'when_matched', 'when_not_matched' "
-                "and 'when_not_matched_by_source'"
-            )
-        if source is None and merge_sql is None:
-            raise ValueError(f"Cannot create task {task!r}: pass 'source' (or a 'merge_sql' whose USING names it)")
-        if isinstance(source, dict) and sum(k in source for k in _SOURCE_KINDS) != 1:
-            raise ValueError(
-                f"Cannot create task {task!r}: 'source' needs exactly one of {list(_SOURCE_KINDS)}, found {source!r}"
-            )
+        options = _drop_none({
+            "source": source,
+            "on": on,
+            "merge_sql": merge_sql,
+            "when_matched": when_matched or None,
+            "when_not_matched": when_not_matched or None,
+            "when_not_matched_by_source": when_not_matched_by_source or None,
+            "schema_evolution": schema_evolution,
+            "source_alias": source_alias if merge_sql is None else None,
+            "target_alias": target_alias if merge_sql is None else None,
+            "isolation_level": isolation_level,
+        })
+        inlets = list(kwargs.pop("inlet_tables", ()))
+        if isinstance(source, dict) and isinstance(source.get("table"), str):
+            inlets.append(source["table"])  # the source table is an inlet (data-aware scheduling, lineage)
+        # The job's declaration checks the options now (DAG parse) and again after rendering.
+        super().__init__(job="merge", table=table, job_options=options, inlet_tables=inlets, **kwargs)
         self.source = source
         self.on = on
         self.merge_sql = merge_sql
@@ -120,22 +114,6 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
         self.source_alias = source_alias
         self.target_alias = target_alias
         self.isolation_level = isolation_level
-
-    def execute(self, context: Context) -> dict[str, Any]:
-        """Build the ``merge`` job's options from the rendered fields, then run the job."""
-        self.job_options = _drop_none({
-            "source": self.source,
-            "on": self.on,
-            "merge_sql": self.merge_sql,
-            "when_matched": self.when_matched or None,
-            "when_not_matched": self.when_not_matched or None,
-            "when_not_matched_by_source": self.when_not_matched_by_source or None,
-            "schema_evolution": self.schema_evolution,
-            "source_alias": self.source_alias if self.on is not None else None,
-            "target_alias": self.target_alias if self.on is not None else None,
-            "isolation_level": self.isolation_level,
-        })
-        return super().execute(context)
 
 
 class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
@@ -167,9 +145,7 @@ class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
         ... ])  # doctest: +SKIP
     """
 
-    template_fields: tuple[str, ...] = ("table", "statements", "changes", "spark_conf", "app_id", "spark_conn_id")
-    template_fields_renderers: ClassVar[dict[str, str]] = {"statements": "json", "changes": "json",
-                                                           "spark_conf": "json"}
+    template_fields: tuple[str, ...] = ("table", "job_options", "spark_conf", "app_id", "spark_conn_id")
     ui_color = "#b3e0ea"
 
     def __init__(
@@ -181,20 +157,10 @@ class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
         isolation_level: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(job="schema_evolve", table=table, **kwargs)
-        if bool(statements) == bool(changes):
-            raise ValueError(
-                f"Cannot create task {kwargs.get('task_id')!r}: pass exactly one of 'statements' and 'changes'"
-            )
+        options = _drop_none({
+            "statements": statements or None, "changes": changes or None, "isolation_level": isolation_level,
+        })
+        super().__init__(job="schema_evolve", table=table, job_options=options, **kwargs)
         self.statements = statements or []
         self.changes = changes or []
         self.isolation_level = isolation_level
-
-    def execute(self, context: Context) -> dict[str, Any]:
-        """Build the ``schema_evolve`` job's options from the rendered fields, then run the job."""
-        self.job_options = _drop_none({
-            "statements": self.statements or None,
-            "changes": self.changes or None,
-            "isolation_level": self.isolation_level,
-        })
-        return super().execute(context)

@@ -30,7 +30,6 @@ table is read; a bad clause with ``MergeError`` before anything is written.
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -41,13 +40,14 @@ from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError, JobSpecError, MergeError
 from airflow_provider_delta.spark.jobs.context import JobOutput
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from airflow_provider_delta.core.commands.merge.model import ActionKind, ClauseKind
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.context import JobContext
-
-log = logging.getLogger(__name__)
 
 ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
 CLAUSE_OPTIONS: dict[str, ClauseKind] = {
@@ -79,7 +79,7 @@ def clauses_from_options(options: dict[str, Any]) -> tuple[MergeClause, ...]:
     for option, kind in CLAUSE_OPTIONS.items():
         items = options.get(option) or []
         if not isinstance(items, list):
-            raise JobSpecError(f"Cannot run job 'merge': option {option!r} must be a list of clauses, found {items!r}")
+            raise JobSpecError(f"option {option!r} must be a list of clauses, found {items!r}")
         for number, item in enumerate(items, start=1):
             clauses.append(_clause(kind, item, f"{option}[{number}]"))
     return tuple(clauses)
@@ -88,7 +88,7 @@ def clauses_from_options(options: dict[str, Any]) -> tuple[MergeClause, ...]:
 def _clause(kind: ClauseKind, item: Any, where: str) -> MergeClause:
     if not isinstance(item, dict) or item.get("action") not in _ACTIONS:
         raise JobSpecError(
-            f"Cannot run job 'merge': clause {where} needs an 'action' of {sorted(_ACTIONS)}, found {item!r}"
+            f"clause {where} needs an 'action' of {sorted(_ACTIONS)}, found {item!r}"
         )
     action, assign_key = _ACTIONS[item["action"]]
     allowed = {"action", "condition", *([assign_key] if assign_key else []),
@@ -96,22 +96,86 @@ def _clause(kind: ClauseKind, item: Any, where: str) -> MergeClause:
     extra = sorted(set(item) - allowed)
     if extra:
         raise JobSpecError(
-            f"Cannot run job 'merge': clause {where} ({item['action']}) does not take {extra} "
+            f"clause {where} ({item['action']}) does not take {extra} "
             f"(it takes {sorted(allowed)})"
         )
     condition = item.get("condition")
     if condition is not None and not isinstance(condition, str):
-        raise JobSpecError(f"Cannot run job 'merge': the condition of clause {where} must be SQL text")
+        raise JobSpecError(f"the condition of clause {where} must be SQL text")
     assignments = None
     if assign_key is not None:
         pairs = item.get(assign_key)
         if not isinstance(pairs, dict) or not pairs:
-            raise JobSpecError(f"Cannot run job 'merge': clause {where} needs {assign_key!r}: {{column: sql}}")
+            raise JobSpecError(f"clause {where} needs {assign_key!r}: {{column: sql}}")
         assignments = tuple((str(k), str(v)) for k, v in pairs.items())
     except_ = item.get("except") or []
     if not isinstance(except_, list):
-        raise JobSpecError(f"Cannot run job 'merge': 'except' of clause {where} must be a list of columns")
+        raise JobSpecError(f"'except' of clause {where} must be a list of columns")
     return MergeClause(kind, action, condition, assignments, tuple(str(c) for c in except_))
+
+
+def _check(options: Mapping[str, Any]) -> None:
+    """Rules between options (the declaration checks each option's type)."""
+    if (options["on"] is None) == (options["merge_sql"] is None):
+        raise JobSpecError("pass exactly one of 'on' (with clauses) and 'merge_sql'")
+    clause_options = [o for o in CLAUSE_OPTIONS if options.get(o)]
+    if options["merge_sql"] is not None and clause_options:
+        raise JobSpecError(f"'merge_sql' holds the clauses; do not pass {', '.join(clause_options)} with it")
+    if options["on"] is not None:
+        if not clause_options:
+            raise JobSpecError(
+                "'on' needs at least one of 'when_matched', 'when_not_matched' and 'when_not_matched_by_source'"
+            )
+        if options["source"] is None:
+            raise JobSpecError("pass 'source' (path, table, sql or rows), or a 'merge_sql' whose USING names it")
+        clauses_from_options(dict(options))  # malformed clause objects fail when the DAG is parsed
+    source = options["source"]
+    if source is not None and len([k for k in _SOURCE_KEYS if k in source]) != 1:
+        raise JobSpecError(f"'source' needs exactly one of {list(_SOURCE_KEYS)}, found {source!r}")
+
+
+_CLAUSE_DOC = (
+    "A list of clause objects, tried in order: `{\"action\": \"update\", \"set\": {col: sql}}`, "
+    "`{\"action\": \"update_all\", \"except\": [...]}`, `{\"action\": \"delete\"}`, "
+    "`{\"action\": \"insert\", \"values\": {col: sql}}`, `{\"action\": \"insert_all\"}`, each with an "
+    "optional `condition` (SQL)."
+)
+JOB = JobDefinition(
+    name="merge",
+    summary="MERGE [WITH SCHEMA EVOLUTION] of a source into the table, the join and rewrites on Spark executors.",
+    options=(
+        Option(
+            "source", dict, None,
+            "The rows to merge: `{\"path\": ..., \"format\": ..., \"options\": {...}}` (read by Spark), "
+            "`{\"table\": <delta location>, \"version\": n}`, `{\"sql\": \"SELECT ...\"}` (Spark only) or "
+            "`{\"rows\": [...]}` (inline, small). With `merge_sql` it may be left out: the name after USING is read.",
+        ),
+        Option("on", str, None, "The join condition over the aliases, e.g. `target.id = source.id`.",
+               aliases=("condition", "predicate", "on_condition")),
+        Option("merge_sql", str, None,
+               "One `MERGE [WITH SCHEMA EVOLUTION] INTO ... USING ... ON ... WHEN ...` statement instead of "
+               "`on` and the clause options (the table after INTO is the job's table).",
+               aliases=("sql", "statement")),
+        Option("when_matched", list, None, "Clauses for target rows with a matching source row. " + _CLAUSE_DOC,
+               items=dict, aliases=("matched", "whenMatched")),
+        Option("when_not_matched", list, None, "Clauses for source rows without a target row (insert).",
+               items=dict, aliases=("not_matched", "whenNotMatched")),
+        Option("when_not_matched_by_source", list, None,
+               "Clauses for target rows without a source row (update or delete).",
+               items=dict, aliases=("not_matched_by_source", "whenNotMatchedBySource")),
+        Option("schema_evolution", bool, True,
+               "Add the source's new columns to the table (MERGE WITH SCHEMA EVOLUTION).",
+               aliases=("merge_schema", "mergeSchema", "with_schema_evolution")),
+        Option("source_alias", str, "source", "How conditions and values name the source."),
+        Option("target_alias", str, "target", "How conditions and values name the target."),
+        Option("isolation_level", str, None, "Default: the table's `delta.isolationLevel`.",
+               choices=ISOLATION_LEVELS, aliases=("isolation", "isolationLevel")),
+    ),
+    engines=("spark", "local"),
+    app_transaction=True,
+    outlet=True,
+    check=_check,
+)
 
 
 def merge_spec(ctx: JobContext) -> tuple[MergeSpec, tuple[str, ...] | None]:
@@ -120,46 +184,19 @@ def merge_spec(ctx: JobContext) -> tuple[MergeSpec, tuple[str, ...] | None]:
     Raises:
         JobSpecError: the options are missing, of the wrong type, or conflict.
     """
-    sql = ctx.option("merge_sql", kind=str)
-    on = ctx.option("on", kind=str)
-    evolution = ctx.option("schema_evolution", True, kind=bool)
-    clause_options = [o for o in CLAUSE_OPTIONS if ctx.spec.options.get(o)]
+    sql = ctx.option("merge_sql")
+    evolution = ctx.option("schema_evolution")
     if sql is not None:
-        if on is not None or clause_options:
-            raise JobSpecError(
-                "Cannot run job 'merge': pass either 'merge_sql' or 'on' with clause options, not both "
-                f"(found merge_sql and {', '.join(filter(None, ['on' if on else None, *clause_options]))})"
-            )
         statement = parse_merge_sql(sql)
         spec = statement.spec
         if evolution and not spec.schema_evolution:
             spec = MergeSpec(spec.condition, spec.source_alias, spec.target_alias, spec.clauses, True)
         return spec, statement.source_parts
-    if on is None:
-        raise JobSpecError("Cannot run job 'merge': pass 'on' (the join condition) with clause options, or 'merge_sql'")
-    clauses = clauses_from_options(ctx.spec.options)
-    if not clauses:
-        raise JobSpecError(
-            "Cannot run job 'merge': no clause: pass 'when_matched', 'when_not_matched' and/or "
-            "'when_not_matched_by_source'"
-        )
-    source_alias = ctx.option("source_alias", "source", kind=str)
-    target_alias = ctx.option("target_alias", "target", kind=str)
+    on = ctx.option("on")
+    clauses = clauses_from_options(ctx.options)
+    source_alias = ctx.option("source_alias")
+    target_alias = ctx.option("target_alias")
     return MergeSpec(on, source_alias, target_alias, clauses, evolution), None
-
-
-def _source_spec(ctx: JobContext, required: bool) -> dict[str, Any] | None:
-    source = ctx.option("source", kind=dict)
-    if source is None:
-        if required:
-            raise JobSpecError("Cannot run job 'merge': option 'source' is required (path, table, sql or rows)")
-        return None
-    given = [k for k in _SOURCE_KEYS if k in source]
-    if len(given) != 1:
-        raise JobSpecError(
-            f"Cannot run job 'merge': option 'source' needs exactly one of {list(_SOURCE_KEYS)}, found {source!r}"
-        )
-    return source
 
 
 def load_source(ctx: JobContext, source: dict[str, Any]) -> Any:
@@ -235,28 +272,20 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(spec)).metrics["numTargetRowsInserted"]               # doctest: +SKIP
         1
     """
-    isolation = ctx.option("isolation_level", kind=str)
-    if isolation is not None and isolation not in ISOLATION_LEVELS:
-        raise JobSpecError(
-            f"Cannot run job 'merge': option 'isolation_level' must be one of {ISOLATION_LEVELS}, found {isolation!r}"
-        )
     spec, sql_source = merge_spec(ctx)
-    source_option = _source_spec(ctx, required=sql_source is None)
-    if source_option is not None:
-        data = load_source(ctx, source_option)
-    else:
-        assert sql_source is not None
-        data = _sql_source(ctx, sql_source)
+    source_option = ctx.option("source")
+    data = load_source(ctx, source_option) if source_option is not None else _sql_source(ctx, sql_source or ())
     executor, source = _executor(ctx, data)
     snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
-    log.info("MERGE into %s (version %d) on %s", ctx.spec.table, snapshot.version, spec.condition)
+    ctx.progress(
+        "MERGE on version %d (%d files, %d bytes) on %s", snapshot.version, snapshot.num_files,
+        sum(a.size for a in snapshot.files()), spec.condition,
+    )
     metrics = execute_merge(
-        snapshot, spec, source, isolation_level=isolation, executor=executor, before_commit=ctx.before_commit,
-        app_id=ctx.spec.app_id, app_version=ctx.spec.app_version,
+        snapshot, spec, source, isolation_level=ctx.option("isolation_level"), executor=ctx.track(executor),
+        before_commit=ctx.before_commit, app_id=ctx.spec.app_id, app_version=ctx.spec.app_version,
     )
     version = metrics.pop("version")
-    if metrics.get("alreadyCommitted"):
-        return JobOutput(version=snapshot.version, committed=False, metrics=metrics)
-    if version is None:
+    if metrics.get("alreadyCommitted") or version is None:
         return JobOutput(version=snapshot.version, committed=False, metrics=metrics)
     return JobOutput(version=version, committed=True, metrics=metrics)

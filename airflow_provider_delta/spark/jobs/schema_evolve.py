@@ -21,12 +21,12 @@ nothing (``committed: false``, metric ``alreadyCommitted``), so an Airflow retry
 landed does not fail on "column already exists". A statement that does not parse, names a missing
 column or adds a field inside an array fails before anything is written, naming the statement.
 
-The job changes metadata only, so it needs no Spark (``--engine local`` runs it the same way).
+The job changes metadata only, so it runs in the task's process by default (engine ``local``, no
+JVM); engine ``spark`` runs the same code in a Spark driver.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
@@ -34,11 +34,12 @@ from airflow_provider_delta.core.schema.ddl import parse_alter
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DDLParseError, DeltaError, JobSpecError, SchemaEvolutionError
 from airflow_provider_delta.spark.jobs.context import JobOutput
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from collections.abc import Mapping
 
-log = logging.getLogger(__name__)
+    from airflow_provider_delta.spark.jobs.context import JobContext
 
 ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
 OPERATIONS: dict[str, tuple[str, ...]] = {  # builder step -> the keys it takes ("type" is add_column's data type)
@@ -54,6 +55,38 @@ OPERATIONS: dict[str, tuple[str, ...]] = {  # builder step -> the keys it takes 
     "set_properties": ("properties",),
     "unset_properties": ("keys", "if_exists"),
 }
+
+
+def _check(options: Mapping[str, Any]) -> None:
+    if bool(options["statements"]) == bool(options["changes"]):
+        raise JobSpecError("pass exactly one of 'statements' and 'changes'")
+
+
+JOB = JobDefinition(
+    name="schema_evolve",
+    summary="Apply Delta DDL statements or builder steps to the table's schema as one metadata commit.",
+    options=(
+        Option(
+            "statements", (list, str), None,
+            "`ALTER TABLE` statements: `ADD COLUMNS (c.x STRING AFTER y)`, `ALTER COLUMN c FIRST`, "
+            "`RENAME COLUMN a TO b`, `DROP COLUMNS (c)`, `REPLACE COLUMNS (...)`, `SET`/`UNSET TBLPROPERTIES`; "
+            "the `ALTER TABLE <name>` prefix is optional.",
+            aliases=("statement", "ddl", "sql"),
+        ),
+        Option(
+            "changes", list, None,
+            "Builder steps instead of statements, e.g. `{\"op\": \"add_column\", \"path\": \"c.x\", "
+            "\"type\": \"STRING\", \"after\": \"y\"}`; ops: " + ", ".join(f"`{op}`" for op in OPERATIONS) + ".",
+            items=dict, aliases=("steps", "operations"),
+        ),
+        Option("isolation_level", str, None, "Default: the table's `delta.isolationLevel`.",
+               choices=ISOLATION_LEVELS, aliases=("isolation", "isolationLevel")),
+    ),
+    engines=("local", "spark"),
+    app_transaction=True,
+    outlet=True,
+    check=_check,
+)
 
 
 def _step(update: SchemaUpdate, change: Any, where: str) -> None:
@@ -121,26 +154,18 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(spec)).metrics["numOperations"]                         # doctest: +SKIP
         1
     """
-    statements = ctx.option("statements", kind=(list, str))
-    changes = ctx.option("changes", kind=list)
+    statements = ctx.option("statements")
+    changes = ctx.option("changes")
     if isinstance(statements, str):
         statements = [statements]
-    if bool(statements) == bool(changes):
-        raise JobSpecError("Cannot run job 'schema_evolve': pass exactly one of options 'statements' and 'changes'")
-    isolation = ctx.option("isolation_level", kind=str)
-    if isolation is not None and isolation not in ISOLATION_LEVELS:
-        raise JobSpecError(
-            f"Cannot run job 'schema_evolve': option 'isolation_level' must be one of {ISOLATION_LEVELS}, "
-            f"found {isolation!r}"
-        )
+    isolation = ctx.option("isolation_level")
     snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
     app_id, app_version = ctx.spec.app_id, ctx.spec.app_version
     before = list(snapshot.schema.names)
     if app_id is not None and app_version is not None:
         done = snapshot.app_transaction_version(app_id)
         if done is not None and done >= app_version:
-            log.info("Schema change of %s already applied by %r (version %d): nothing to do",
-                     ctx.spec.table, app_id, done)
+            ctx.progress("schema change already applied by %r (version %d): nothing to do", app_id, done)
             return JobOutput(version=snapshot.version, committed=False,
                              metrics={"alreadyCommitted": True, "columns": before})
     update = SchemaUpdate(snapshot, isolation_level=isolation)
@@ -148,8 +173,7 @@ def run(ctx: JobContext) -> JobOutput:
     ctx.before_commit()
     version = update.commit(app_id=app_id, app_version=app_version)
     after = list(update.schema.names)
-    log.info("Schema of %s: %d change(s) committed as version %s; columns %s -> %s",
-             ctx.spec.table, count, version, before, after)
+    ctx.progress("%d schema change(s) committed as version %s; columns %s -> %s", count, version, before, after)
     metrics = {"numOperations": count, "columnsBefore": before, "columns": after,
                "properties": dict(update.configuration)}
     return JobOutput(version=version if version is not None else snapshot.version, committed=version is not None,

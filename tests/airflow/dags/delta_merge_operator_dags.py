@@ -1,8 +1,8 @@
 """Test-only DAG for DeltaSchemaEvolveOperator and DeltaMergeWithEvolutionOperator, jobs run in process.
 
 ``delta_merge_operators``: the real operators with templated fields, their jobs run in the task's
-process (``run_job.main(... --engine local)``: the job code without a JVM; the Spark runs are in
-test_merge_operators.py). The first try of ``evolve`` and of ``upsert`` fails *after* its job committed
+process (engine ``local``: the job code without a JVM; the Spark runs are in test_merge_operators.py).
+The first try of ``evolve`` and of ``upsert`` fails *after* its job committed
 (a worker lost after the commit landed): Airflow's retry must find the commit and do nothing.
 """
 
@@ -15,21 +15,13 @@ from airflow.sdk import DAG, task
 from airflow.sdk.exceptions import AirflowException
 
 from airflow_provider_delta.operators.merge import DeltaMergeWithEvolutionOperator, DeltaSchemaEvolveOperator
-from airflow_provider_delta.spark.jobs.run_job import main as run_job_main
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from airflow.sdk import Context
-
-    from airflow_provider_delta.hooks.delta import DeltaHook
 
 
 class _InProcess:
     """Runs the job in the task process and fails the first try after the job returned."""
-
-    def submit_job(self, delta: DeltaHook, spec_path: Path, result_path: Path) -> None:
-        run_job_main(["--spec", str(spec_path), "--result", str(result_path), "--engine", "local"])
 
     def execute(self, context: Context) -> dict[str, Any]:
         result: dict[str, Any] = super().execute(context)  # type: ignore[misc]
@@ -55,11 +47,13 @@ with DAG(
 ) as merge_operators:
     evolve = InProcessSchemaEvolve(
         task_id="evolve",
+        engine="local",
         table="{{ params.root }}/t",
         statements=["ALTER TABLE t ADD COLUMNS (tier STRING AFTER name)"],
     )
     upsert = InProcessMerge(
         task_id="upsert",
+        engine="local",
         table="{{ params.root }}/t",
         source={"path": "{{ params.root }}/batch.parquet", "format": "parquet"},
         on="target.id = source.id AND source.id >= {{ params.min_id }}",

@@ -87,14 +87,14 @@ def test_merge_job_runs_a_merge_sql_statement_over_a_delta_source_at_a_version(t
 @pytest.mark.parametrize(
     ("options", "error", "fragment"),
     [
-        ({"on": "target.id = source.id"}, "JobSpecError", "no clause"),
-        ({"when_matched": [{"action": "delete"}]}, "JobSpecError", "pass 'on'"),
+        ({"on": "target.id = source.id"}, "JobSpecError", "'on' needs at least one of 'when_matched'"),
+        ({"when_matched": [{"action": "delete"}]}, "JobSpecError", "exactly one of 'on' (with clauses) and 'merge_sql'"),
         ({"on": "target.id = source.id", "when_matched": [{"action": "update", "set": {"name": "source.name"},
                                                            "except": ["x"]}]},
          "JobSpecError", "does not take ['except']"),
         ({"on": "target.id = source.id", "when_matched": [{"action": "upsert"}]}, "JobSpecError", "action"),
         ({"merge_sql": "MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE", "on": "x"},
-         "JobSpecError", "either 'merge_sql'"),
+         "JobSpecError", "exactly one of 'on' (with clauses) and 'merge_sql'"),
         ({"merge_sql": "MERGE INTO t USING s ON t.id = WHEN MATCHED DELETE"}, "MergeError", "Cannot parse MERGE"),
         ({"on": "target.id = source.id", "when_matched": [{"action": "update", "set": {"nope": "source.name"}}]},
          "SchemaEvolutionError", "nope"),
