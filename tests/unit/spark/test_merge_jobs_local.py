@@ -88,7 +88,7 @@ def test_merge_job_runs_a_merge_sql_statement_over_a_delta_source_at_a_version(t
     ("options", "error", "fragment"),
     [
         ({"on": "target.id = source.id"}, "JobSpecError", "'on' needs at least one of 'when_matched'"),
-        ({"when_matched": [{"action": "delete"}]}, "JobSpecError", "exactly one of 'on' (with clauses) and 'merge_sql'"),
+        ({"when_matched": [{"action": "delete"}]}, "JobSpecError", "exactly one of 'on' (with clauses)"),
         ({"on": "target.id = source.id", "when_matched": [{"action": "update", "set": {"name": "source.name"},
                                                            "except": ["x"]}]},
          "JobSpecError", "does not take ['except']"),
