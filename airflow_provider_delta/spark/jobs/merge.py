@@ -40,7 +40,7 @@ from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError, JobSpecError, MergeError
 from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, isolation_level_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.context import JobContext
 
-ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
 CLAUSE_OPTIONS: dict[str, ClauseKind] = {
     "when_matched": "matched",
     "when_not_matched": "not_matched",
@@ -168,8 +167,7 @@ JOB = JobDefinition(
                aliases=("merge_schema", "mergeSchema", "with_schema_evolution")),
         Option("source_alias", str, "source", "How conditions and values name the source."),
         Option("target_alias", str, "target", "How conditions and values name the target."),
-        Option("isolation_level", str, None, "Default: the table's `delta.isolationLevel`.",
-               choices=ISOLATION_LEVELS, aliases=("isolation", "isolationLevel")),
+        isolation_level_option(),
     ),
     engines=("spark", "local"),
     app_transaction=True,

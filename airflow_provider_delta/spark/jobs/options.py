@@ -304,3 +304,14 @@ def all_definitions() -> list[JobDefinition]:
 def jobs_markdown() -> str:
     """Every job's options as Markdown: the README's job table (``python -m airflow_provider_delta.spark.jobs``)."""
     return "\n".join(d.markdown() for d in all_definitions())
+
+
+ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
+
+
+def isolation_level_option(doc: str = "") -> Option:
+    """The ``isolation_level`` option of jobs that commit data or metadata (``doc`` adds a sentence)."""
+    return Option(
+        "isolation_level", str, None, " ".join(filter(None, ["Default: the table's `delta.isolationLevel`.", doc])),
+        choices=ISOLATION_LEVELS, aliases=("isolation", "isolationLevel"),
+    )

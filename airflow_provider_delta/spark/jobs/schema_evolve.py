@@ -34,14 +34,13 @@ from airflow_provider_delta.core.schema.ddl import parse_alter
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DDLParseError, DeltaError, JobSpecError, SchemaEvolutionError
 from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, isolation_level_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from airflow_provider_delta.spark.jobs.context import JobContext
 
-ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
 OPERATIONS: dict[str, tuple[str, ...]] = {  # builder step -> the keys it takes ("type" is add_column's data type)
     "add_column": ("path", "type", "comment", "first", "after", "nullable"),
     "rename_column": ("path", "new_name"),
@@ -79,8 +78,7 @@ JOB = JobDefinition(
             "\"type\": \"STRING\", \"after\": \"y\"}`; ops: " + ", ".join(f"`{op}`" for op in OPERATIONS) + ".",
             items=dict, aliases=("steps", "operations"),
         ),
-        Option("isolation_level", str, None, "Default: the table's `delta.isolationLevel`.",
-               choices=ISOLATION_LEVELS, aliases=("isolation", "isolationLevel")),
+        isolation_level_option(),
     ),
     engines=("local", "spark"),
     app_transaction=True,

@@ -22,7 +22,7 @@ from airflow_provider_delta.core.commands.write import write
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, isolation_level_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 MODES = ("append", "overwrite")
-ISOLATION_LEVELS = ("Serializable", "WriteSerializable")
 SOURCE_KEYS = frozenset({"path", "format", "options"})
 
 
@@ -71,12 +70,8 @@ JOB = JobDefinition(
             spark_only=True,
         ),
         Option("rows", list, None, "Inline rows (a list of objects) instead of `source`: small writes, tests."),
-        Option(
-            "isolation_level", str, None,
-            "Default: the table's `delta.isolationLevel`. Under WriteSerializable a concurrent blind append "
-            "into what an overwrite read does not conflict.",
-            choices=ISOLATION_LEVELS,
-            aliases=("isolation", "isolationLevel"),
+        isolation_level_option(
+            "Under WriteSerializable a concurrent blind append into what an overwrite read does not conflict."
         ),
         Option(
             "schema_mode", str, None,
