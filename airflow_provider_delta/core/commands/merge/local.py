@@ -2,16 +2,21 @@
 
 Vectorised throughout: the equi-join keys go through Arrow's hash join (``pa.Table.join``), clause
 conditions and values are Arrow expressions over the joined rows, and the rewritten files are built
-by column-wise take/if_else. Steps:
+by column-wise take/filter. Steps:
 
 1. read the candidate target files (the transaction's read) through the executor's ``read_files``;
-2. join target and source rows on the keys, filter by the rest of the condition: matched pairs;
-3. give every matched pair, unmatched target row and unmatched source row the first clause whose
-   condition holds; refuse a target row that two source rows would update or delete;
-4. rewrite only the files holding an updated or deleted row (other rows of those files are copied,
-   in their order), write inserted rows as new files, write ``_change_data`` files when the table
-   records its changes and files were rewritten (insert-only merges are plain appends), through the
-   executor's ``write_files`` / ``write_changes``.
+2. join target and source rows on the keys, over every file at once, and filter by the rest of the
+   condition: the matched pairs; refuse a target row that two source rows would update or delete
+   (before any file is written);
+3. then, in parallel on the engine's pool (pyarrow releases the GIL in its kernels and its Parquet
+   writer, so every core works): one job per group of consecutive candidate files gives each
+   matched pair and unmatched target row of its files the first clause whose condition holds,
+   rewrites the files holding an updated or deleted row as one new file (their other rows copied,
+   in their order, then the updated rows) and writes their ``_change_data`` rows when the table
+   records its changes; one more job writes the inserted rows, with their change rows when files
+   are rewritten (insert-only merges are plain appends). Jobs write through the executor's
+   ``write_files`` / ``write_changes``; when one fails, the others stop and every file already
+   written is deleted.
 
 Example:
     >>> merge_locally(job, LocalExecutor()).counts["numTargetRowsMatchedUpdated"]   # doctest: +SKIP
@@ -20,22 +25,25 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.change_data import cdf_enabled
-from airflow_provider_delta.core.commands.merge.job import MergeOutcome
+from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS, MergeOutcome
 from airflow_provider_delta.core.commands.merge.plan import JoinKey, field_at, source_key_column
 from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
 from airflow_provider_delta.core.expressions import Column, evaluate
-from airflow_provider_delta.core.parallel import run_parallel
+from airflow_provider_delta.core.parallel import MAX_THREADS, run_all_or_undo
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.conform import conform_array, null_table
+from airflow_provider_delta.core.storage.base import decode_relative
 from airflow_provider_delta.core.write.changes import tag_changes
+from airflow_provider_delta.core.write.rows import DEFAULT_FILE_ROWS
 from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, SchemaMismatchError
 
@@ -53,6 +61,9 @@ if TYPE_CHECKING:
 __all__ = ["assign_values", "merge_locally"]
 
 _EMPTY = np.empty(0, dtype=np.int64)
+# Rewrite jobs per file-writing thread (see _groups), and the fewest rows a job gathers.
+_JOBS_PER_THREAD = 2
+_MIN_GROUP_ROWS = 131_072
 
 
 def _indices(values: np.ndarray) -> pa.Array:
@@ -279,75 +290,119 @@ def _hash_join(
     return np.asarray(tidx, dtype=np.int64), np.asarray(sidx, dtype=np.int64)
 
 
-# -------------------------------------------------------------------------------------- executor
+# ------------------------------------------------------------------------------------------ pairs
 
 
-class _Outcome:
-    """Rows the merge changes, as positions into the target and the new rows."""
+def _refuse_multiple_matches(
+    plan: MergePlan, rows: _Target, source: pa.Table, tidx: np.ndarray, sidx: np.ndarray
+) -> None:
+    """Raise when two source rows would update or delete one target row, before any file is written.
+
+    Only a target row with several pairs can: those pairs go through the matched clauses here (the
+    file jobs choose the same clauses again for all pairs).
+    """
+    if plan.duplicates_allowed or not plan.matched or len(tidx) < 2:
+        return
+    seen = np.zeros(rows.num_rows, dtype=bool)
+    seen[tidx] = True
+    if np.count_nonzero(seen) == len(tidx):  # every target row in one pair at most: the common case
+        return
+    ordered = np.sort(tidx)
+    several = np.isin(tidx, ordered[1:][ordered[1:] == ordered[:-1]])
+    pair_t = tidx[several]
+    scope = _Scope({plan.target_alias: rows.take(pair_t), plan.source_alias: source.take(_indices(sidx[several]))})
+    acted = pair_t[_choose(scope, plan.matched) >= 0]
+    if len(np.unique(acted)) < len(acted):
+        raise MergeMultipleMatchError(
+            f"Cannot perform MERGE: multiple source rows matched the same target row and tried to update or "
+            f"delete it (ON {plan.operation_parameters['predicate']}). Help: deduplicate the source on the "
+            "join keys, e.g. keep the latest change per key",
+            clause="ON condition",
+        )
+
+
+@dataclass(frozen=True)
+class _Pairs:
+    """The matched pairs ordered by target file: file ``f``'s are ``bounds[f]:bounds[f + 1]``."""
+
+    target: np.ndarray  # row positions in the concatenated target
+    source: np.ndarray
+    bounds: np.ndarray
+
+    @classmethod
+    def by_file(cls, rows: _Target, tidx: np.ndarray, sidx: np.ndarray) -> _Pairs:
+        files = rows.file_ids(tidx)
+        order = np.argsort(files, kind="stable")
+        bounds = np.searchsorted(files[order], np.arange(len(rows.parts) + 1))
+        return cls(tidx[order], sidx[order], bounds)
+
+    def of_file(self, rows: _Target, f: int) -> tuple[np.ndarray, np.ndarray]:
+        """File ``f``'s pairs: (row positions in the file, source rows)."""
+        lo, hi = int(self.bounds[f]), int(self.bounds[f + 1])
+        return self.target[lo:hi] - rows.starts[f], self.source[lo:hi]
+
+
+# ---------------------------------------------------------------------------------------- clauses
+
+
+class _FileChanges:
+    """What the clauses do to one file's rows: positions in the file, new row values, counters."""
 
     def __init__(self) -> None:
         self.updated_rows: list[np.ndarray] = []
         self.updated_tables: list[pa.Table] = []
         self.deleted_rows: list[np.ndarray] = []
-        self.inserted: list[pa.Table] = []
-        self.counts: dict[str, int] = {
-            "numTargetRowsMatchedUpdated": 0,
-            "numTargetRowsMatchedDeleted": 0,
-            "numTargetRowsNotMatchedBySourceUpdated": 0,
-            "numTargetRowsNotMatchedBySourceDeleted": 0,
-            "numTargetRowsInserted": 0,
-        }
+        self.counts: dict[str, int] = dict.fromkeys(CLAUSE_COUNTERS, 0)
+
+    @property
+    def touched(self) -> bool:
+        return bool(self.updated_rows or self.deleted_rows)
+
+    def positions(self, rows: list[np.ndarray]) -> np.ndarray:
+        return np.concatenate(rows) if rows else _EMPTY
+
+    def rows_left(self, part: pa.Table) -> pa.Table:
+        """The file's rows no clause updated or deleted, in their order."""
+        keep = np.ones(part.num_rows, dtype=bool)
+        keep[self.positions(self.updated_rows)] = False
+        keep[self.positions(self.deleted_rows)] = False
+        return part if keep.all() else part.filter(pa.array(keep))
+
+    def change_rows(self, part: pa.Table) -> list[pa.Table]:
+        """The file's change data rows (pre- and post-images of updates, deleted rows)."""
+        out = []
+        if self.updated_rows:
+            out.append(tag_changes(part.take(_indices(self.positions(self.updated_rows))), "update_preimage"))
+            out.append(tag_changes(pa.concat_tables(self.updated_tables), "update_postimage"))
+        if self.deleted_rows:
+            out.append(tag_changes(part.take(_indices(self.positions(self.deleted_rows))), "delete"))
+        return out
 
 
-def _run_clauses(plan: MergePlan, target: _Target, source: pa.Table) -> _Outcome:
-    out = _Outcome()
+def _file_clauses(run: _Run, part: pa.Table, pair_t: np.ndarray, pair_s: np.ndarray) -> _FileChanges:
+    """Run the matched clauses on one file's pairs and the not-matched-by-source ones on its other rows."""
+    plan = run.plan
     ta, sa = plan.target_alias, plan.source_alias
-    tidx, sidx = _matched_pairs(plan, target, source)
-    if plan.matched and len(tidx):
-        pair_t, pair_s = tidx, sidx
+    out = _FileChanges()
+    if plan.matched and len(pair_t):
+        matched_t, matched_s = pair_t, pair_s
         if plan.duplicates_allowed:  # a lone unconditional DELETE: each target row once (one change row)
-            pair_t, first = np.unique(tidx, return_index=True)
-            pair_s = sidx[first]
-        scope = _Scope({ta: target.take(pair_t), sa: source.take(_indices(pair_s))})
-        chosen = _choose(scope, plan.matched)
-        acted = pair_t[chosen >= 0]
-        seen = np.zeros(target.num_rows, dtype=bool)
-        seen[acted] = True
-        if not plan.duplicates_allowed and np.count_nonzero(seen) < len(acted):
-            raise MergeMultipleMatchError(
-                f"Cannot perform MERGE: multiple source rows matched the same target row and tried to update or "
-                f"delete it (ON {plan.operation_parameters['predicate']}). Help: deduplicate the source on the "
-                "join keys, e.g. keep the latest change per key",
-                clause="ON condition",
-            )
-        _apply_clauses(out, plan.matched, scope, chosen, pair_t, ta, plan.schema, "Matched")
-    if plan.not_matched_by_source:
-        matched = np.zeros(target.num_rows, dtype=bool)
-        matched[tidx] = True
+            matched_t, first = np.unique(pair_t, return_index=True)
+            matched_s = pair_s[first]
+        scope = _Scope({ta: part.take(_indices(matched_t)), sa: run.source.take(_indices(matched_s))})
+        _apply_clauses(out, plan.matched, scope, _choose(scope, plan.matched), matched_t, ta, plan.schema, "Matched")
+    if plan.not_matched_by_source and part.num_rows:
+        matched = np.zeros(part.num_rows, dtype=bool)
+        matched[pair_t] = True
         rows = np.flatnonzero(~matched)
-        scope = _Scope({ta: target.take(rows)})
+        scope = _Scope({ta: part if len(rows) == part.num_rows else part.take(_indices(rows))})
         chosen = _choose(scope, plan.not_matched_by_source)
-        _apply_clauses(
-            out, plan.not_matched_by_source, scope, chosen, rows, ta, plan.schema, "NotMatchedBySource"
-        )
-    if plan.not_matched:
-        matched_source = np.zeros(source.num_rows, dtype=bool)
-        matched_source[sidx] = True
-        rows = np.flatnonzero(~matched_source)
-        scope = _Scope({sa: source.take(_indices(rows))})
-        chosen = _choose(scope, plan.not_matched)
-
-        for i, clause in enumerate(plan.not_matched):
-            picked = np.flatnonzero(chosen == i)
-            if len(picked):
-                base = null_table(plan.schema, len(picked))
-                out.inserted.append(_apply(scope.take(picked), base, clause, plan.schema))
-                out.counts["numTargetRowsInserted"] += len(picked)
+        _apply_clauses(out, plan.not_matched_by_source, scope, chosen, rows, ta, plan.schema, "NotMatchedBySource")
     return out
 
 
 def _apply_clauses(
-    out: _Outcome,
+    out: _FileChanges,
     clauses: Sequence[PlannedClause],
     scope: _Scope,
     chosen: np.ndarray,
@@ -365,49 +420,131 @@ def _apply_clauses(
             out.deleted_rows.append(positions)
             out.counts[f"numTargetRows{kind}Deleted"] += len(picked)
         else:
-            picked_scope = scope.take(picked)
+            picked_scope = scope if len(picked) == scope.num_rows else scope.take(picked)
             base = picked_scope.tables[target_alias]
             out.updated_tables.append(_apply(picked_scope, base, clause, schema))
             out.updated_rows.append(positions)
             out.counts[f"numTargetRows{kind}Updated"] += len(picked)
 
 
-def _rewrite(target: _Target, out: _Outcome) -> tuple[np.ndarray, pa.Table, np.ndarray, np.ndarray]:
-    """(touched file indices, rewritten rows file by file, updated and deleted target row positions).
+# ------------------------------------------------------------------------------------------- jobs
 
-    Each touched file contributes its unchanged rows (in order) followed by its updated rows, so the
-    rewritten files keep the clustering of the originals (their statistics still prune later merges).
+
+@dataclass(frozen=True)
+class _Run:
+    """What every job of one MERGE reads (never writes)."""
+
+    plan: MergePlan
+    executor: Executor
+    writer: WriteTarget
+    rows: _Target
+    source: pa.Table
+    pairs: _Pairs
+    record_changes: bool
+
+
+@dataclass
+class _Piece:
+    """What one job did: the target files it replaced (by index), the files it wrote, its counters."""
+
+    removed: list[int] = field(default_factory=list)
+    added: list[AddFile] = field(default_factory=list)
+    cdc: list[AddCDCFile] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CLAUSE_COUNTERS, 0))
+    copied_rows: int = 0
+
+
+def _rewrite_files(run: _Run, group: Sequence[int]) -> _Piece:
+    """One job: the clauses on a group of target files; their touched files rewritten as one new file."""
+    piece = _Piece()
+    data: list[pa.Table] = []
+    changes: list[pa.Table] = []
+    for f in group:
+        part = run.rows.parts[f]
+        found = _file_clauses(run, part, *run.pairs.of_file(run.rows, f))
+        if not found.touched:
+            continue
+        piece.removed.append(f)
+        for name, n in found.counts.items():
+            piece.counts[name] += n
+        left = found.rows_left(part)
+        piece.copied_rows += left.num_rows
+        data += [left, *found.updated_tables]
+        if run.record_changes:
+            changes += found.change_rows(part)
+    rows = pa.concat_tables(data) if data else None
+    if rows is not None and rows.num_rows:
+        piece.added = run.executor.write_files(run.writer, rows)
+    if changes:
+        piece.cdc = run.executor.write_changes(run.writer, changes)
+    return piece
+
+
+def _insert_rows(run: _Run, *, with_changes: bool) -> _Piece:
+    """One job: the not-matched clauses on the unmatched source rows; the inserted rows written."""
+    plan, source = run.plan, run.source
+    piece = _Piece()
+    matched = np.zeros(source.num_rows, dtype=bool)
+    matched[run.pairs.source] = True
+    rows = np.flatnonzero(~matched)
+    if not len(rows):
+        return piece
+    scope = _Scope({plan.source_alias: source if len(rows) == source.num_rows else source.take(_indices(rows))})
+    chosen = _choose(scope, plan.not_matched)
+    inserted: list[pa.Table] = []
+    for i, clause in enumerate(plan.not_matched):
+        picked = np.flatnonzero(chosen == i)
+        if len(picked):
+            picked_scope = scope if len(picked) == scope.num_rows else scope.take(picked)
+            inserted.append(_apply(picked_scope, null_table(plan.schema, len(picked)), clause, plan.schema))
+            piece.counts["numTargetRowsInserted"] += len(picked)
+    if inserted:
+        table = pa.concat_tables(inserted)
+        piece.added = run.executor.write_files(run.writer, table)
+        if with_changes:
+            piece.cdc = run.executor.write_changes(run.writer, [tag_changes(table, "insert")])
+    return piece
+
+
+def _groups(run: _Run) -> list[list[int]]:
+    """The target files the clauses may change, in groups of consecutive files: one job each.
+
+    A group gathers about ``1 / (_JOBS_PER_THREAD * MAX_THREADS)`` of the rows (between
+    ``_MIN_GROUP_ROWS`` and a data file's worth), so the jobs keep every thread busy to the end and
+    small files are not rewritten one by one.
     """
-    updated = np.concatenate(out.updated_rows) if out.updated_rows else _EMPTY
-    deleted = np.concatenate(out.deleted_rows) if out.deleted_rows else _EMPTY
-    changed = np.zeros(target.num_rows, dtype=bool)
-    changed[updated] = True
-    changed[deleted] = True
-    num_files = len(target.parts)
-    is_touched = np.zeros(num_files, dtype=bool)
-    is_touched[target.file_ids(np.concatenate([updated, deleted]))] = True
-    touched = np.flatnonzero(is_touched)
-    new_values = pa.concat_tables(out.updated_tables) if out.updated_tables else None
-    update_bounds = np.zeros(num_files + 1, dtype=np.int64)
-    if new_values is not None:
-        update_files = target.file_ids(updated)
-        order = np.argsort(update_files, kind="stable")
-        new_values = new_values.take(_indices(order))
-        update_bounds = np.searchsorted(update_files[order], np.arange(num_files + 1))
+    sizes = np.diff(run.rows.starts)
+    if run.plan.not_matched_by_source:
+        work = np.flatnonzero(sizes > 0)
+    elif run.plan.matched:
+        work = np.flatnonzero(np.diff(run.pairs.bounds) > 0)
+    else:
+        return []
+    share = int(sizes[work].sum()) // (_JOBS_PER_THREAD * MAX_THREADS)
+    size = min(DEFAULT_FILE_ROWS, max(_MIN_GROUP_ROWS, share))
+    groups: list[list[int]] = []
+    current: list[int] = []
+    held = 0
+    for f in work:
+        current.append(int(f))
+        held += int(sizes[f])
+        if held >= size:
+            groups.append(current)
+            current, held = [], 0
+    return [*groups, current] if current else groups
 
-    def file_rows(f: int) -> list[pa.Table]:
-        lo, hi = int(target.starts[f]), int(target.starts[f + 1])
-        keep = ~changed[lo:hi]
-        rows = target.parts[f]
-        out = [rows if keep.all() else rows.filter(pa.array(keep))]
-        if new_values is not None and update_bounds[f + 1] > update_bounds[f]:
-            out.append(new_values.slice(int(update_bounds[f]), int(update_bounds[f + 1] - update_bounds[f])))
-        return out
 
-    # On the engine's pool: Arrow's filter releases the GIL.
-    parts = [t for per_file in run_parallel(file_rows, [int(f) for f in touched]) for t in per_file]
-    rewritten = pa.concat_tables(parts) if parts else target.table.slice(0, 0)
-    return touched, rewritten, updated, deleted
+def _run_jobs(run: _Run, *, insert_changes: bool) -> list[_Piece]:
+    """The insert job, then the rewrite jobs, on the engine's pool; on a failure every file written is deleted."""
+    jobs = [functools.partial(_insert_rows, run, with_changes=insert_changes)] if run.plan.not_matched else []
+    jobs += [functools.partial(_rewrite_files, run, group) for group in _groups(run)]
+    return run_all_or_undo(jobs, undo=lambda piece: _delete(run, piece.added, piece.cdc))
+
+
+def _delete(run: _Run, added: Sequence[AddFile], cdc: Sequence[AddCDCFile]) -> None:
+    paths = [decode_relative(a.path) for a in added] + [decode_relative(c.path) for c in cdc]
+    if paths:
+        run.executor.delete_files(run.writer.storage, paths)
 
 
 # ------------------------------------------------------------------------------------------ entry
@@ -439,47 +576,28 @@ def merge_locally(job: MergeJob, executor: Executor) -> MergeOutcome:
         )
     started = time.monotonic()
     source = job.source.table
-    target = _read_target(executor, job.reader, files, job.writer.schema)
+    rows = _read_target(executor, job.reader, files, job.writer.schema)
+    tidx, sidx = _matched_pairs(plan, rows, source)
+    _refuse_multiple_matches(plan, rows, source, tidx, sidx)
     scanned = time.monotonic()
-    out = _run_clauses(plan, target, source)
-    touched, rewritten, updated, deleted = _rewrite(target, out)
-    inserted = pa.concat_tables(out.inserted) if out.inserted else None
-    removed = [files[i] for i in touched]
-    changes = _changes(job.writer, out, target, updated, deleted, inserted) if removed else None
-    tables = [t for t in (rewritten, inserted) if t is not None and t.num_rows]
-    adds, cdc = _write(executor, job.writer, tables, changes)
-    updated_rows = out.counts["numTargetRowsMatchedUpdated"] + out.counts["numTargetRowsNotMatchedBySourceUpdated"]
+    run = _Run(plan, executor, WriteTarget.of(job.writer), rows, source, _Pairs.by_file(rows, tidx, sidx),
+               job.record_changes)
+    # Insert change rows are needed only when files are rewritten; the insert job runs alongside the
+    # rewrites, so it writes them whenever a rewrite is possible and they are dropped if none happened.
+    may_rewrite = bool(plan.matched and len(tidx)) or bool(plan.not_matched_by_source and rows.num_rows)
+    pieces = _run_jobs(run, insert_changes=job.record_changes and may_rewrite)
+    removed = sorted(f for piece in pieces for f in piece.removed)
+    if not removed:
+        _delete(run, [], [c for piece in pieces for c in piece.cdc])
+    counts = dict.fromkeys(CLAUSE_COUNTERS, 0)
+    for piece in pieces:
+        for name, n in piece.counts.items():
+            counts[name] += n
     return MergeOutcome(
-        removed=removed, added=adds, cdc=cdc, counts=dict(out.counts),
-        copied_rows=rewritten.num_rows - updated_rows, scan_seconds=scanned - started,
+        removed=[files[f] for f in removed],
+        added=[a for piece in pieces for a in piece.added],
+        cdc=[c for piece in pieces for c in piece.cdc] if removed else [],
+        counts=counts,
+        copied_rows=sum(piece.copied_rows for piece in pieces),
+        scan_seconds=scanned - started,
     )
-
-
-def _changes(
-    writer: Snapshot,
-    out: _Outcome,
-    target: _Target,
-    updated: np.ndarray,
-    deleted: np.ndarray,
-    inserted: pa.Table | None,
-) -> pa.Table | None:
-    """The change rows of a merge that rewrites files, when the table records its changes."""
-    if not cdf_enabled(writer.configuration):
-        return None
-    parts = [tag_changes(target.take(updated), "update_preimage")]
-    if out.updated_tables:
-        parts.append(tag_changes(pa.concat_tables(out.updated_tables), "update_postimage"))
-    parts.append(tag_changes(target.take(deleted), "delete"))
-    if inserted is not None:
-        parts.append(tag_changes(inserted, "insert"))
-    return pa.concat_tables(parts)
-
-
-def _write(
-    executor: Executor, writer: Snapshot, tables: Sequence[pa.Table], changes: pa.Table | None
-) -> tuple[list[AddFile], list[AddCDCFile]]:
-    """Write the rewritten and inserted rows as data files and the change rows as change files."""
-    target = WriteTarget.of(writer)
-    adds = executor.write_files(target, pa.concat_tables(tables)) if tables else []
-    cdc = executor.write_changes(target, [changes]) if changes is not None and changes.num_rows else []
-    return adds, cdc
