@@ -36,9 +36,10 @@ import pyarrow.compute as pc
 
 from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS, MergeOutcome
 from airflow_provider_delta.core.commands.merge.plan import JoinKey, field_at, source_key_column
+from airflow_provider_delta.core.commands.merge.probe import SortedKeys, probes_one_integer_key
 from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
 from airflow_provider_delta.core.expressions import Column, evaluate
-from airflow_provider_delta.core.parallel import MAX_THREADS, run_all_or_undo
+from airflow_provider_delta.core.parallel import MAX_THREADS, run_all_or_undo, run_parallel
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.schema.conform import conform_array, null_table
 from airflow_provider_delta.core.storage.base import decode_relative
@@ -56,7 +57,6 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
-    from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["assign_values", "merge_locally"]
 
@@ -242,31 +242,68 @@ def _target_key(target: pa.Table, path: Sequence[str]) -> pa.ChunkedArray:
     return column
 
 
-def _matched_pairs(plan: MergePlan, rows: _Target, source: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    """(target row, source row) index pairs that satisfy the whole join condition."""
-    target = rows.table
-    t_rows = np.arange(target.num_rows)
-    s_rows = np.arange(source.num_rows)
-    if plan.target_filter is not None and target.num_rows:
-        t_rows = np.flatnonzero(
-            pc.fill_null(evaluate(plan.target_filter, target), False).to_numpy(zero_copy_only=False)
-        )
-    if plan.source_filter is not None and source.num_rows:
-        s_rows = np.flatnonzero(
-            pc.fill_null(evaluate(plan.source_filter, source), False).to_numpy(zero_copy_only=False)
-        )
-    if len(t_rows) == 0 or len(s_rows) == 0:
-        return _EMPTY, _EMPTY
-    if plan.keys:
-        tidx, sidx = _hash_join(plan.keys, target, source, t_rows, s_rows)
+def _source_rows(plan: MergePlan, source: pa.Table) -> np.ndarray:
+    """The source rows the source-only conjuncts of the condition keep."""
+    if plan.source_filter is None or not source.num_rows:
+        return np.arange(source.num_rows)
+    return np.flatnonzero(pc.fill_null(evaluate(plan.source_filter, source), False).to_numpy(zero_copy_only=False))
+
+
+def _target_rows(plan: MergePlan, target: pa.Table) -> np.ndarray | None:
+    """The target rows the target-only conjuncts keep (None: all of them)."""
+    if plan.target_filter is None or not target.num_rows:
+        return None
+    return np.flatnonzero(pc.fill_null(evaluate(plan.target_filter, target), False).to_numpy(zero_copy_only=False))
+
+
+def _read_and_join(
+    executor: Executor, job: MergeJob, source: pa.Table
+) -> tuple[_Target, np.ndarray, np.ndarray]:
+    """The candidate files' rows (in the evolved schema) and the (target row, source row) pairs that
+    satisfy the whole join condition.
+
+    Files are read in parallel; on one integer key each file is joined as soon as it is read
+    (:mod:`.probe`), otherwise Arrow's hash join runs over all of them at once.
+    """
+    plan = job.plan
+    s_rows = _source_rows(plan, source)
+    keys = None
+    if probes_one_integer_key(plan.keys):
+        column = source_key_column(source, plan.keys[0].source)
+        keys = SortedKeys.build(column if len(s_rows) == source.num_rows else column.take(_indices(s_rows)), s_rows)
+    reader = WriteTarget.of(job.reader)
+
+    def read(add: AddFile) -> tuple[pa.Table, tuple[np.ndarray, np.ndarray] | None]:
+        part = executor.read_files(reader, [add], schema=job.writer.schema)[0]
+        if keys is None or not part.num_rows:
+            return part, None
+        return part, keys.probe(_target_key(part, plan.keys[0].target), _target_rows(plan, part))
+
+    read_files = run_parallel(read, job.files)
+    rows = _Target([part for part, _ in read_files], to_arrow_schema(job.writer.schema))
+    if keys is not None:
+        found = [(f, pairs) for f, (_, pairs) in enumerate(read_files) if pairs is not None]
+        tidx = np.concatenate([pairs[0] + rows.starts[f] for f, pairs in found]) if found else _EMPTY
+        sidx = np.concatenate([pairs[1] for _, pairs in found]) if found else _EMPTY
     else:
-        tidx = np.repeat(t_rows, len(s_rows))
-        sidx = np.tile(s_rows, len(t_rows))
+        tidx, sidx = _join(plan, rows, source, s_rows)
     if plan.residual is not None and len(tidx):
         scope = _Scope({plan.target_alias: rows.take(tidx), plan.source_alias: source.take(_indices(sidx))})
         keep = scope.mask(plan.residual)
         tidx, sidx = tidx[keep], sidx[keep]
-    return tidx, sidx
+    return rows, tidx, sidx
+
+
+def _join(plan: MergePlan, rows: _Target, source: pa.Table, s_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs of the keys (every pair without keys), before the residual condition."""
+    target = rows.table
+    t_rows = _target_rows(plan, target)
+    t_rows = np.arange(target.num_rows) if t_rows is None else t_rows
+    if len(t_rows) == 0 or len(s_rows) == 0:
+        return _EMPTY, _EMPTY
+    if plan.keys:
+        return _hash_join(plan.keys, target, source, t_rows, s_rows)
+    return np.repeat(t_rows, len(s_rows)), np.tile(s_rows, len(t_rows))
 
 
 def _hash_join(
@@ -550,14 +587,6 @@ def _delete(run: _Run, added: Sequence[AddFile], cdc: Sequence[AddCDCFile]) -> N
 # ------------------------------------------------------------------------------------------ entry
 
 
-def _read_target(
-    executor: Executor, snapshot: Snapshot, files: Sequence[AddFile], schema: StructType
-) -> _Target:
-    """The rows of ``files`` in the (evolved) ``schema``, file by file."""
-    parts = executor.read_files(WriteTarget.of(snapshot), files, schema=schema)
-    return _Target(parts, to_arrow_schema(schema))
-
-
 def merge_locally(job: MergeJob, executor: Executor) -> MergeOutcome:
     """The row work of a planned MERGE in this process (see the module docstring).
 
@@ -576,8 +605,7 @@ def merge_locally(job: MergeJob, executor: Executor) -> MergeOutcome:
         )
     started = time.monotonic()
     source = job.source.table
-    rows = _read_target(executor, job.reader, files, job.writer.schema)
-    tidx, sidx = _matched_pairs(plan, rows, source)
+    rows, tidx, sidx = _read_and_join(executor, job, source)
     _refuse_multiple_matches(plan, rows, source, tidx, sidx)
     scanned = time.monotonic()
     run = _Run(plan, executor, WriteTarget.of(job.writer), rows, source, _Pairs.by_file(rows, tidx, sidx),
