@@ -96,7 +96,8 @@ class FileRows(ABC):
 
     @abstractmethod
     def work(self) -> np.ndarray:
-        """The files the clauses may change, in order."""
+        """The files the rewrite jobs go through, in order: those the clauses may change (every file
+        when the jobs also probe them)."""
 
 
 def _source_rows(plan: MergePlan, source: pa.Table) -> np.ndarray:
