@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
@@ -62,4 +62,44 @@ def run_parallel(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return list(shared_pool().map(fn, items))
 
 
-__all__ = ["MAX_THREADS", "in_pool_thread", "run_parallel", "shared_pool"]
+def run_all_or_undo(jobs: Sequence[Callable[[], R]], undo: Callable[[R], object]) -> list[R]:
+    """Every job's result, in order, the jobs run on the shared pool; all of them or none.
+
+    When a job fails, the jobs not started yet are cancelled, the running ones awaited, ``undo`` is
+    called (best effort, its errors ignored) on the result of every job that finished, e.g. to delete
+    the files it wrote, and the first failure in job order is raised. One job, or a call from inside
+    a pool job, runs the jobs one by one on the calling thread.
+
+    Example:
+        >>> run_all_or_undo([lambda: 1, lambda: 2], undo=print)
+        [1, 2]
+    """
+    if len(jobs) <= 1 or in_pool_thread():
+        done: list[R] = []
+        try:
+            for job in jobs:
+                done.append(job())
+        except BaseException:
+            _undo(done, undo)
+            raise
+        return done
+    futures = [shared_pool().submit(job) for job in jobs]
+    try:
+        return [future.result() for future in futures]
+    except BaseException:
+        for future in futures:
+            future.cancel()
+        wait(futures)
+        _undo([f.result() for f in futures if not f.cancelled() and f.exception() is None], undo)
+        raise
+
+
+def _undo(results: Sequence[R], undo: Callable[[R], object]) -> None:
+    for result in results:
+        try:
+            undo(result)
+        except Exception:  # noqa: BLE001 - best effort: the job's error is the one to raise
+            continue
+
+
+__all__ = ["MAX_THREADS", "in_pool_thread", "run_all_or_undo", "run_parallel", "shared_pool"]

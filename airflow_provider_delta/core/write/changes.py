@@ -41,7 +41,7 @@ def tag_changes(rows: pa.Table, change_type: ChangeType) -> pa.Table:
         >>> tag_changes(pa.table({"id": [1]}), "delete").column("_change_type").to_pylist()
         ['delete']
     """
-    return rows.append_column(CHANGE_TYPE, pa.array([change_type] * rows.num_rows, pa.string()))
+    return rows.append_column(CHANGE_TYPE, pa.repeat(pa.scalar(change_type, pa.string()), rows.num_rows))
 
 
 def write_change_files(snapshot: TableLayout, changes: pa.Table) -> list[AddCDCFile]:
