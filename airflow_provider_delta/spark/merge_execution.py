@@ -63,13 +63,19 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
     from airflow_provider_delta.core.expressions import Expr
 
-__all__ = ["run_spark_merge"]
+__all__ = ["BROADCAST_KEYS_CONF", "BROADCAST_KEYS_ROWS", "run_spark_merge"]
 
 log = logging.getLogger(__name__)
 
 _TARGET_PRESENT = "__delta_merge_target_row"
 _SOURCE_PRESENT = "__delta_merge_source_row"
 _ROWS_PER_INSERT_GROUP = 1_000_000  # inserted rows are grouped into about this many rows per task
+BROADCAST_KEYS_CONF = "spark.airflow_provider_delta.merge.broadcastKeyRows"
+"""Spark conf: the largest source (rows) whose join keys are broadcast (see :data:`BROADCAST_KEYS_ROWS`)."""
+BROADCAST_KEYS_ROWS = 2_000_000
+"""By default, a source of at most this many rows has its join keys broadcast: a target row whose keys no
+source row has is dropped before the join (a left semi join), so only the target rows that can match are
+shuffled. Larger sources join the whole target (a shuffle join of both sides)."""
 
 
 def _source_column(index: int) -> str:
@@ -98,12 +104,13 @@ def run_spark_merge(
     target = file_rows_frame(spark, reader, job.files, columns)
     writer = WriteTarget.of(job.writer)
     groups = max(spark.sparkContext.defaultParallelism, math.ceil(plan.source_rows / _ROWS_PER_INSERT_GROUP))
-    frame = _Stages(plan, target, source, columns).grouped(groups)
+    stages = _Stages(plan, target, source, columns, prefilter=_prefilter(spark, plan))
+    frame = stages.grouped(groups)
     task = MergeGroupTask(
         reader=reader,
         files=tuple(f._replace(stats=None) for f in job.files),
         target=writer,
-        clauses=tuple(TaskClause.of(c) for c in plan.clauses),
+        clauses=stages.task_clauses(),
         duplicates_allowed=plan.duplicates_allowed,
         record_changes=job.record_changes,
         insert_changes=job.record_changes and changes_target,
@@ -118,6 +125,14 @@ def run_spark_merge(
     outcome.scan_seconds = time.monotonic() - started
     log.info("MERGE on Spark: %d task record(s) in %.1fs", len(records), outcome.scan_seconds)
     return outcome
+
+
+def _prefilter(spark: SparkSession, plan: MergePlan) -> bool:
+    """Whether to narrow the target to the rows whose keys occur in the source before the join."""
+    if not plan.keys or plan.not_matched_by_source:  # every target row takes part in the join
+        return False
+    limit = spark.conf.get(BROADCAST_KEYS_CONF, None)
+    return plan.source_rows <= (int(limit) if limit else BROADCAST_KEYS_ROWS)
 
 
 def _target_columns(plan: MergePlan, names: Sequence[str]) -> list[str]:
@@ -175,10 +190,16 @@ def _outcome(job: MergeJob, records: list[dict[str, Any]], writer: WriteTarget) 
 
 
 class _Stages:
-    """The joined rows with each clause's choice and values, built stage by stage (see the module docstring)."""
+    """The joined rows with each clause's choice and values, built stage by stage (see the module docstring).
 
-    def __init__(self, plan: MergePlan, target: DataFrame, source: DataFrame, target_names: Sequence[str]) -> None:
+    A value that is a bare column of the clause's scope (``UPDATE SET *``, ``INSERT *``) is not
+    computed into a column of its own: the tasks read it from the joined row's copy of that column.
+    """
+
+    def __init__(self, plan: MergePlan, target: DataFrame, source: DataFrame, target_names: Sequence[str],
+                 *, prefilter: bool) -> None:
         self.plan = plan
+        self.prefilter = prefilter
         self.target_names = list(target_names)
         self.source_names = list(source.columns)
         self.offsets = {
@@ -186,13 +207,23 @@ class _Stages:
             "not_matched": len(plan.matched),
             "not_matched_by_source": len(plan.matched) + len(plan.not_matched),
         }
+        self.value_columns: dict[tuple[int, int], str] = {}  # (clause, assignment) -> the column of its values
         self.private: list[str] = []  # the columns every stage carries on
         self.frame = self._join(target.withColumn(_TARGET_PRESENT, F.lit(True)),
                                 source.withColumn(_SOURCE_PRESENT, F.lit(True)))
 
+    def task_clauses(self) -> tuple[TaskClause, ...]:
+        """Every clause as the tasks see it, with the columns holding its values."""
+        return tuple(
+            TaskClause.of(c, tuple(self.value_columns[(k, j)] for j in range(len(c.assignments))))
+            for k, c in enumerate(self.plan.clauses)
+        )
+
     def _join(self, target: DataFrame, source: DataFrame) -> DataFrame:
         plan, ta, sa = self.plan, self.plan.target_alias, self.plan.source_alias
         on = F.expr(plan.condition_sql)
+        if self.prefilter:
+            target = _with_source_keys(target, source, plan)
         if not (plan.matched or plan.not_matched_by_source):  # insert-only: the unmatched source rows
             joined = source.alias(sa).join(target.alias(ta), on, "left_anti")
             self.private += [FILE_INDEX, ROW_INDEX, _TARGET_PRESENT]
@@ -200,15 +231,15 @@ class _Stages:
                        ((FILE_INDEX, "int"), (ROW_INDEX, "long"), (_TARGET_PRESENT, "boolean"))]
             return joined.select(*missing, *self._privatize_source(sa))
         joined = target.alias(ta).join(source.alias(sa), on, "full" if plan.not_matched else "left")
+        extra: list[Column] = []
         if plan.matched:  # both aliases are visible only here, on the join itself
             both = F.col(_TARGET_PRESENT).isNotNull() & F.col(_SOURCE_PRESENT).isNotNull()
             joined = joined.select("*", F.when(both, _choice(plan.matched)).alias(MATCHED))
-            joined = joined.select("*", *self._values(plan.matched, MATCHED, "matched"))
+            extra = [F.col(MATCHED), *self._values(plan.matched, MATCHED, "matched")]
         target_columns = [F.col(quote_sql(ta, n)).alias(target_column(i)) for i, n in enumerate(self.target_names)]
         self.private += [target_column(i) for i in range(len(self.target_names))]
         self.private += [FILE_INDEX, ROW_INDEX, _TARGET_PRESENT]
-        extra = [MATCHED, *self._value_names(plan.matched, "matched")] if plan.matched else []
-        self.private += extra
+        self.private += [MATCHED, *self._value_names(plan.matched, "matched")] if plan.matched else []
         return joined.select(
             *target_columns, FILE_INDEX, ROW_INDEX, _TARGET_PRESENT, *extra, *self._privatize_source(sa)
         )
@@ -218,20 +249,43 @@ class _Stages:
         columns = [F.col(quote_sql(alias, n)).alias(_source_column(i)) for i, n in enumerate(self.source_names)]
         return [*columns, F.col(quote_sql(alias, _SOURCE_PRESENT)).alias(_SOURCE_PRESENT)]
 
+    def _bare_column(self, value: Expr, kind: str) -> str | None:
+        """The private column holding ``value`` when it is a bare top-level column of the clause's scope."""
+        if not isinstance(value, ExprColumn) or len(value.path) != 1:
+            return None
+        plan = self.plan
+        sides = {"matched": ((plan.source_alias, "s"), (plan.target_alias, "t")),
+                 "not_matched": ((plan.source_alias, "s"), (None, "s")),
+                 "not_matched_by_source": ((plan.target_alias, "t"), (None, "t"))}[kind]
+        for qualifier, side in sides:
+            names, private_of = ((self.source_names, _source_column) if side == "s"
+                                 else (self.target_names, target_column))
+            if value.qualifier == qualifier and value.path[0] in names:
+                return private_of(names.index(value.path[0]))
+        return None
+
     def _values(self, clauses: Sequence[PlannedClause], chosen: str, kind: str) -> list[Column]:
         """Each assignment of each clause, computed only on the rows that clause takes."""
         out = []
         for k, clause in enumerate(clauses):
             for j, assignment in enumerate(clause.assignments):
+                position = (self.offsets[kind] + k, j)
+                bare = self._bare_column(assignment.value, kind)
+                if bare is not None:
+                    self.value_columns[position] = bare
+                    continue
+                self.value_columns[position] = value_column(*position)
                 value = F.when(F.col(chosen) == k, F.expr(assignment.sql))
-                out.append(value.alias(value_column(self.offsets[kind] + k, j)))
+                out.append(value.alias(value_column(*position)))
         return out
 
     def _value_names(self, clauses: Sequence[PlannedClause], kind: str) -> list[str]:
+        """The value columns :meth:`_values` computed (after it ran)."""
         return [
             value_column(self.offsets[kind] + k, j)
             for k, clause in enumerate(clauses)
             for j in range(len(clause.assignments))
+            if self.value_columns[(self.offsets[kind] + k, j)] == value_column(self.offsets[kind] + k, j)
         ]
 
     def _stage(self, names: Sequence[str], column: str, alias: str, present: Column,
@@ -241,9 +295,8 @@ class _Stages:
         visible = [F.col(private_of(i)).alias(n) for i, n in enumerate(names)]
         scope = self.frame.select(*visible, *self.private).alias(alias)
         scope = scope.select("*", F.when(present, _choice(clauses)).alias(column))
-        scope = scope.select("*", *self._values(clauses, column, kind))
+        self.frame = scope.select(*self.private, column, *self._values(clauses, column, kind))
         self.private += [column, *self._value_names(clauses, kind)]
-        self.frame = scope.select(*self.private)
 
     def grouped(self, insert_groups: int) -> DataFrame:
         """The rows the tasks need, each with its :data:`GROUP`: target rows and rows to insert."""
@@ -264,9 +317,23 @@ class _Stages:
         insert_group = F.lit(-1) - F.pmod(F.spark_partition_id(), F.lit(insert_groups))
         group = F.when(target_row, F.col(FILE_INDEX).cast("long")).otherwise(insert_group.cast("long"))
         dropped = {_SOURCE_PRESENT, _TARGET_PRESENT, *(_source_column(i) for i in range(len(self.source_names))),
-                   *(target_column(i) for i in range(len(self.target_names)))}
+                   *(target_column(i) for i in range(len(self.target_names)))} - set(self.value_columns.values())
         wanted = [n for n in self.private if n not in dropped]
         return self.frame.where(keep).select(group.alias(GROUP), *wanted)
+
+
+def _with_source_keys(target: DataFrame, source: DataFrame, plan: MergePlan) -> DataFrame:
+    """The target rows whose equi-join keys occur in the source: a left semi join with a broadcast of the keys.
+
+    Exact as a first step of the join: a target row the ON condition matches has equal keys.
+    """
+    names = [f"__delta_merge_k{i}" for i in range(len(plan.keys))]
+    keys = source.select(*[F.col(quote_sql(*k.source)).alias(n) for k, n in zip(plan.keys, names, strict=True)])
+    on: Column | None = None
+    for key, name in zip(plan.keys, names, strict=True):
+        term = F.expr(quote_sql(plan.target_alias, *key.target)) == F.col(name)
+        on = term if on is None else on & term
+    return target.alias(plan.target_alias).join(F.broadcast(keys), on, "left_semi")
 
 
 def _choice(clauses: Sequence[PlannedClause]) -> Column:

@@ -85,17 +85,19 @@ def value_column(clause: int, assignment: int) -> str:
 
 @dataclass(frozen=True)
 class TaskClause:
-    """What a task needs of a clause: kind, action, label (for errors) and the paths it assigns."""
+    """What a task needs of a clause: kind, action, label (for errors), the paths it assigns and the
+    joined rows' columns holding the values (one per path)."""
 
     kind: str
     action: str
     label: str
     paths: tuple[tuple[str, ...], ...]
+    columns: tuple[str, ...]
 
     @classmethod
-    def of(cls, clause: PlannedClause) -> TaskClause:
-        """The task's view of a planned clause."""
-        return cls(clause.kind, clause.action, clause.label, tuple(a.path for a in clause.assignments))
+    def of(cls, clause: PlannedClause, columns: tuple[str, ...]) -> TaskClause:
+        """The task's view of a planned clause whose values are in ``columns``."""
+        return cls(clause.kind, clause.action, clause.label, tuple(a.path for a in clause.assignments), columns)
 
 
 @dataclass(frozen=True)
@@ -233,8 +235,8 @@ class MergeGroupTask:
         """``base`` with clause ``clause``'s values (taken at ``rows`` of ``table``) assigned."""
         spec = self.clauses[clause]
         index = pa.array(rows)
-        for j, path in enumerate(spec.paths):
-            values = table.column(value_column(clause, j)).take(index)
+        for path, column in zip(spec.paths, spec.columns, strict=True):
+            values = table.column(column).take(index)
             base = assign_values(base, path, values, self.target.schema, spec.label)
         return base
 
