@@ -308,7 +308,8 @@ def test_a_fixed_case_of_every_clause_kind_agrees(spark_utc: SparkSession) -> No
 
 UPSERT_SOURCE = pa.Table.from_pylist(
     [{"k": 1, "p": "a", "v": 5, "s": "x"}, {"k": None, "p": "b", "v": 2, "s": None},
-     {"k": 8, "p": "a", "v": 8, "s": "ab"}, {"k": 8, "p": "b", "v": 1, "s": "c"}, {"k": 3, "p": None, "v": 0, "s": "d"}],
+     {"k": 8, "p": "a", "v": 8, "s": "ab"}, {"k": 8, "p": "b", "v": 1, "s": "c"},
+     {"k": 3, "p": None, "v": 0, "s": "d"}],
     schema=pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.string())]),
 )
 UPSERT_TARGET = {
