@@ -8,13 +8,18 @@ The plan (clauses, evolved schema, candidate files) is core's, as for the local 
    file and position;
 2. Spark joins them with the source DataFrame on the ON condition (full outer when there are
    WHEN NOT MATCHED clauses, else left outer; a left anti join of the source for insert-only merges),
-   so the join scales and spills as any Spark join;
+   so the join scales and spills as any Spark join. Without NOT MATCHED BY SOURCE clauses and for a
+   source of at most :data:`BROADCAST_KEYS_ROWS` rows, the target rows are first narrowed to those
+   whose equi-join keys occur in the source (a left semi join on a broadcast of the source's keys): only
+   they are shuffled for the join, not the whole target;
 3. the clause conditions and values are Spark SQL, evaluated where Delta evaluates them: WHEN MATCHED
    over both aliases, WHEN NOT MATCHED over the source only, NOT MATCHED BY SOURCE over the target
    only (each stage sees just its aliases); a row's clause is the first whose condition holds
    (``CASE WHEN``), and a value is computed only on the rows its clause takes;
 4. the joined rows a clause acts on are grouped by target file (rows to insert in a few groups of
-   their own) and :class:`~airflow_provider_delta.spark.merge_tasks.MergeGroupTask` writes each group
+   their own, by a hash of their keys), the groups spread evenly over one task per core
+   (:mod:`~airflow_provider_delta.spark.task_slots`), and
+   :class:`~airflow_provider_delta.spark.merge_tasks.MergeGroupTask` writes each group
    with core's reader and writer: it reads its file again, rewrites it with the changes, and writes
    inserted rows and change data; unchanged rows never pass through Spark's shuffles. Only
    ``add``/``cdc`` actions and counters come back, and the driver commits once.
@@ -30,6 +35,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import functions as F
@@ -52,6 +58,7 @@ from airflow_provider_delta.spark.merge_tasks import (
     target_column,
     value_column,
 )
+from airflow_provider_delta.spark.task_slots import SLOT, balanced_slots, slot_keys
 from airflow_provider_delta.spark.tasks import RECORD_SCHEMA, apply_in_arrow, collect_records
 
 if TYPE_CHECKING:
@@ -103,9 +110,11 @@ def run_spark_merge(
     columns = _target_columns(plan, reader.schema.names)
     target = file_rows_frame(spark, reader, job.files, columns)
     writer = WriteTarget.of(job.writer)
-    groups = max(spark.sparkContext.defaultParallelism, math.ceil(plan.source_rows / _ROWS_PER_INSERT_GROUP))
+    parallelism = spark.sparkContext.defaultParallelism
+    groups = max(parallelism, math.ceil(plan.source_rows / _ROWS_PER_INSERT_GROUP)) if plan.not_matched else 0
+    slots = _Slots.of(job.files, groups, plan.source_rows, parallelism)
     stages = _Stages(plan, target, source, columns, prefilter=_prefilter(spark, plan))
-    frame = stages.grouped(groups)
+    frame = stages.grouped(slots)
     task = MergeGroupTask(
         reader=reader,
         files=tuple(f._replace(stats=None) for f in job.files),
@@ -120,11 +129,32 @@ def run_spark_merge(
     log.info("MERGE on Spark: joining %d target file(s) (columns %s) with the source; %d insert group(s)",
              len(job.files), ", ".join(columns), groups)
     # A plain function: pyspark counts a callable object's parameters inconsistently (self included).
-    records = collect_records(apply_in_arrow(frame.groupBy(GROUP), lambda key, rows: task(key, rows), RECORD_SCHEMA))
+    grouped = frame.repartition(slots.count, SLOT).groupBy(SLOT, GROUP)  # one task per slot, no second shuffle
+    records = collect_records(apply_in_arrow(grouped, lambda key, rows: task(key, rows), RECORD_SCHEMA))
     outcome = _outcome(job, records, writer)
     outcome.scan_seconds = time.monotonic() - started
     log.info("MERGE on Spark: %d task record(s) in %.1fs", len(records), outcome.scan_seconds)
     return outcome
+
+
+@dataclass(frozen=True)
+class _Slots:
+    """Which task writes which group (see :mod:`~airflow_provider_delta.spark.task_slots`): a slot key per
+    target file and per insert group, balanced by rows (a file's ``numRecords``, an insert group's share
+    of the source)."""
+
+    count: int
+    file_keys: list[int]
+    insert_keys: list[int]
+
+    @classmethod
+    def of(cls, files: Sequence[AddFile], insert_groups: int, source_rows: int, parallelism: int) -> _Slots:
+        costs = [float(f.num_records or f.size // 32) for f in files]
+        costs += [source_rows / max(1, insert_groups)] * insert_groups
+        count = max(1, min(parallelism, len(costs)))
+        keys = slot_keys(count)
+        chosen = [keys[slot] for slot in balanced_slots(costs, count)]
+        return cls(count, chosen[: len(files)], chosen[len(files):])
 
 
 def _prefilter(spark: SparkSession, plan: MergePlan) -> bool:
@@ -298,8 +328,8 @@ class _Stages:
         self.frame = scope.select(*self.private, column, *self._values(clauses, column, kind))
         self.private += [column, *self._value_names(clauses, kind)]
 
-    def grouped(self, insert_groups: int) -> DataFrame:
-        """The rows the tasks need, each with its :data:`GROUP`: target rows and rows to insert."""
+    def grouped(self, slots: _Slots) -> DataFrame:
+        """The rows the tasks need, each with its :data:`GROUP` and :data:`SLOT`: target rows and rows to insert."""
         plan = self.plan
         target_row = F.col(_TARGET_PRESENT).isNotNull()
         if plan.not_matched:
@@ -314,12 +344,22 @@ class _Stages:
         keep = acted[0]
         for more in acted[1:]:
             keep = keep | more
-        insert_group = F.lit(-1) - F.pmod(F.spark_partition_id(), F.lit(insert_groups))
-        group = F.when(target_row, F.col(FILE_INDEX).cast("long")).otherwise(insert_group.cast("long"))
+        insert_index = F.pmod(self._insert_hash(), F.lit(max(1, len(slots.insert_keys))))
+        group = F.when(target_row, F.col(FILE_INDEX).cast("long")).otherwise((F.lit(-1) - insert_index).cast("long"))
+        slot = F.when(target_row, F.element_at(F.lit(slots.file_keys or [0]), F.col(FILE_INDEX) + 1)).otherwise(
+            F.element_at(F.lit(slots.insert_keys or [0]), (insert_index + 1).cast("int")))
         dropped = {_SOURCE_PRESENT, _TARGET_PRESENT, *(_source_column(i) for i in range(len(self.source_names))),
                    *(target_column(i) for i in range(len(self.target_names)))} - set(self.value_columns.values())
         wanted = [n for n in self.private if n not in dropped]
-        return self.frame.where(keep).select(group.alias(GROUP), *wanted)
+        return self.frame.where(keep).select(slot.alias(SLOT), group.alias(GROUP), *wanted)
+
+    def _insert_hash(self) -> Column:
+        """A row to insert's hash, which spreads the inserted rows over the insert groups: of its join keys."""
+        names = {n: i for i, n in enumerate(self.source_names)}
+        keys = [names.get(k.source[0]) for k in self.plan.keys if len(k.source) == 1]
+        if not keys or None in keys:
+            return F.spark_partition_id()
+        return F.hash(*[F.col(_source_column(i)) for i in keys if i is not None])
 
 
 def _with_source_keys(target: DataFrame, source: DataFrame, plan: MergePlan) -> DataFrame:

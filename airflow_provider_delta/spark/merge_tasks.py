@@ -21,7 +21,7 @@ Each task yields one JSON record: the file's index, the ``add``/``cdc`` actions 
 Example:
     >>> task = MergeGroupTask(target, clauses, duplicates_allowed=False, record_changes=True,
     ...                       insert_changes=True, on="t.id = s.id")          # doctest: +SKIP
-    >>> frame.groupBy(GROUP).applyInArrow(task, RECORD_SCHEMA)              # doctest: +SKIP
+    >>> frame.groupBy(SLOT, GROUP).applyInArrow(task, RECORD_SCHEMA)        # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -102,7 +102,7 @@ class TaskClause:
 
 @dataclass(frozen=True)
 class MergeGroupTask:
-    """``applyInArrow`` function over the joined rows grouped by :data:`GROUP` (see the module docstring).
+    """``applyInArrow`` function over the joined rows grouped by (slot, :data:`GROUP`) (see the module docstring).
 
     Attributes:
         reader: the table as the merge read it (the candidate files' layout).
@@ -132,7 +132,7 @@ class MergeGroupTask:
         record = None
         if table.num_rows:
             with delta_errors():
-                record = self._file_group(table) if key[0].as_py() >= 0 else self._insert_group(table)
+                record = self._file_group(table) if key[-1].as_py() >= 0 else self._insert_group(table)
         return pa.Table.from_batches([records_batch([record] if record is not None else [])])
 
     # ------------------------------------------------------------------------------- target files
