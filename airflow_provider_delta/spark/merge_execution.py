@@ -8,10 +8,11 @@ The plan (clauses, evolved schema, candidate files) is core's, as for the local 
    file and position;
 2. Spark joins them with the source DataFrame on the ON condition (full outer when there are
    WHEN NOT MATCHED clauses, else left outer; a left anti join of the source for insert-only merges),
-   so the join scales and spills as any Spark join. Without NOT MATCHED BY SOURCE clauses and for a
-   source of at most :data:`BROADCAST_KEYS_ROWS` rows, the target rows are first narrowed to those
-   whose equi-join keys occur in the source (a left semi join on a broadcast of the source's keys): only
-   they are shuffled for the join, not the whole target;
+   so the join scales and spills as any Spark join. For a source of at most
+   :data:`BROADCAST_KEYS_ROWS` rows, the target rows are first narrowed to those whose equi-join keys
+   occur in the source (a left semi join on a broadcast of the source's keys): only they are shuffled
+   for the join, not the whole target; with NOT MATCHED BY SOURCE clauses the other target rows (a
+   left anti join on the same broadcast) join the result as unmatched rows, without a shuffle;
 3. the clause conditions and values are Spark SQL, evaluated where Delta evaluates them: WHEN MATCHED
    over both aliases, WHEN NOT MATCHED over the source only, NOT MATCHED BY SOURCE over the target
    only (each stage sees just its aliases); a row's clause is the first whose condition holds
@@ -65,6 +66,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from airflow_provider_delta.core.commands.merge.job import MergeJob
     from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
@@ -159,7 +161,7 @@ class _Slots:
 
 def _prefilter(spark: SparkSession, plan: MergePlan) -> bool:
     """Whether to narrow the target to the rows whose keys occur in the source before the join."""
-    if not plan.keys or plan.not_matched_by_source:  # every target row takes part in the join
+    if not plan.keys:  # no equality to look up
         return False
     limit = spark.conf.get(BROADCAST_KEYS_CONF, None)
     return plan.source_rows <= (int(limit) if limit else BROADCAST_KEYS_ROWS)
@@ -252,15 +254,14 @@ class _Stages:
     def _join(self, target: DataFrame, source: DataFrame) -> DataFrame:
         plan, ta, sa = self.plan, self.plan.target_alias, self.plan.source_alias
         on = F.expr(plan.condition_sql)
-        if self.prefilter:
-            target = _with_source_keys(target, source, plan)
+        candidates = _with_source_keys(target, source, plan, "left_semi") if self.prefilter else target
         if not (plan.matched or plan.not_matched_by_source):  # insert-only: the unmatched source rows
-            joined = source.alias(sa).join(target.alias(ta), on, "left_anti")
+            joined = source.alias(sa).join(candidates.alias(ta), on, "left_anti")
             self.private += [FILE_INDEX, ROW_INDEX, _TARGET_PRESENT]
             missing = [F.lit(None).cast(t).alias(n) for n, t in
                        ((FILE_INDEX, "int"), (ROW_INDEX, "long"), (_TARGET_PRESENT, "boolean"))]
             return joined.select(*missing, *self._privatize_source(sa))
-        joined = target.alias(ta).join(source.alias(sa), on, "full" if plan.not_matched else "left")
+        joined = candidates.alias(ta).join(source.alias(sa), on, _join_type(plan))
         extra: list[Column] = []
         if plan.matched:  # both aliases are visible only here, on the join itself
             both = F.col(_TARGET_PRESENT).isNotNull() & F.col(_SOURCE_PRESENT).isNotNull()
@@ -270,9 +271,22 @@ class _Stages:
         self.private += [target_column(i) for i in range(len(self.target_names))]
         self.private += [FILE_INDEX, ROW_INDEX, _TARGET_PRESENT]
         self.private += [MATCHED, *self._value_names(plan.matched, "matched")] if plan.matched else []
-        return joined.select(
+        frame = joined.select(
             *target_columns, FILE_INDEX, ROW_INDEX, _TARGET_PRESENT, *extra, *self._privatize_source(sa)
         )
+        if self.prefilter and plan.not_matched_by_source:  # the rest of the target: matched by no source row
+            outsiders = _with_source_keys(target, source, plan, "left_anti")
+            frame = frame.unionByName(self._as_unmatched(outsiders, frame.schema))
+        return frame
+
+    def _as_unmatched(self, outsiders: DataFrame, schema: StructType) -> DataFrame:
+        """Target rows laid out as the joined rows (``schema``) of target rows no source row matched."""
+        ta = self.plan.target_alias
+        own = {target_column(i): F.col(quote_sql(ta, n)) for i, n in enumerate(self.target_names)}
+        own.update({n: F.col(n) for n in (FILE_INDEX, ROW_INDEX, _TARGET_PRESENT)})
+        return outsiders.alias(ta).select(*[
+            (own[f.name] if f.name in own else F.lit(None).cast(f.dataType)).alias(f.name) for f in schema.fields
+        ])
 
     def _privatize_source(self, alias: str) -> list[Column]:
         self.private += [_source_column(i) for i in range(len(self.source_names))] + [_SOURCE_PRESENT]
@@ -362,8 +376,9 @@ class _Stages:
         return F.hash(*[F.col(_source_column(i)) for i in keys if i is not None])
 
 
-def _with_source_keys(target: DataFrame, source: DataFrame, plan: MergePlan) -> DataFrame:
-    """The target rows whose equi-join keys occur in the source: a left semi join with a broadcast of the keys.
+def _with_source_keys(target: DataFrame, source: DataFrame, plan: MergePlan, how: str) -> DataFrame:
+    """The target rows whose equi-join keys occur in the source (``left_semi``), or the others
+    (``left_anti``): a join with a broadcast of the source's keys.
 
     Exact as a first step of the join: a target row the ON condition matches has equal keys.
     """
@@ -373,7 +388,15 @@ def _with_source_keys(target: DataFrame, source: DataFrame, plan: MergePlan) -> 
     for key, name in zip(plan.keys, names, strict=True):
         term = F.expr(quote_sql(plan.target_alias, *key.target)) == F.col(name)
         on = term if on is None else on & term
-    return target.alias(plan.target_alias).join(F.broadcast(keys), on, "left_semi")
+    return target.alias(plan.target_alias).join(F.broadcast(keys), on, how)
+
+
+def _join_type(plan: MergePlan) -> str:
+    """The join the clauses need: unmatched target rows only for NOT MATCHED BY SOURCE, unmatched source
+    rows only for NOT MATCHED (a join type that drops the other side lets Spark broadcast a small side)."""
+    if plan.not_matched_by_source:
+        return "full" if plan.not_matched else "left"
+    return "right" if plan.not_matched else "inner"
 
 
 def _choice(clauses: Sequence[PlannedClause]) -> Column:

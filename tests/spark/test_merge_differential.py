@@ -327,7 +327,10 @@ UPSERT_TARGET = {
      ("when_not_matched_insert", {"values": {"k": "s.k", "v": "s.v * 2", "s": "upper(s.s)"}, "condition": None})],
     [("when_not_matched_insert_all", {"condition": "s.v < 8"})],
     [("when_matched_update", {"set": {"s": "concat(t.s, s.s)", "v": "s.v"}, "condition": None})],
-], ids=["upsert", "insert-only", "update-only"])
+    [("when_matched_update_all", {"condition": None}), ("when_not_matched_insert_all", {"condition": None}),
+     ("when_not_matched_by_source_update", {"set": {"v": "t.v + 100"}, "condition": "t.v < 5"}),
+     ("when_not_matched_by_source_delete", {"condition": None})],
+], ids=["upsert", "insert-only", "update-only", "not-matched-by-source"])
 def test_a_fixed_upsert_agrees_with_and_without_broadcast_keys(
     spark_utc: SparkSession, clause_list: list[tuple[str, dict[str, Any]]], broadcast_keys: bool
 ) -> None:
