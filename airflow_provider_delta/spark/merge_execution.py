@@ -47,6 +47,7 @@ from airflow_provider_delta.core.commands.merge.plan import EngineExpr, quote_sq
 from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
 from airflow_provider_delta.core.expressions import Column as ExprColumn
 from airflow_provider_delta.core.write.target import WriteTarget
+from airflow_provider_delta.exceptions import MergeError
 from airflow_provider_delta.spark.file_rows import FILE_INDEX, ROW_INDEX, file_rows_frame
 from airflow_provider_delta.spark.merge_source import SparkMergeSource
 from airflow_provider_delta.spark.merge_tasks import (
@@ -164,7 +165,15 @@ def _prefilter(spark: SparkSession, plan: MergePlan) -> bool:
     if not plan.keys:  # no equality to look up
         return False
     limit = spark.conf.get(BROADCAST_KEYS_CONF, None)
-    return plan.source_rows <= (int(limit) if limit else BROADCAST_KEYS_ROWS)
+    if not limit:
+        return plan.source_rows <= BROADCAST_KEYS_ROWS
+    try:
+        return plan.source_rows <= int(limit)
+    except ValueError:
+        raise MergeError(
+            f"Cannot run MERGE on Spark: the Spark conf {BROADCAST_KEYS_CONF} must be a number of source rows, "
+            f"found {limit!r}. Help: set it to e.g. 2000000, or 0 to always join the whole target"
+        ) from None
 
 
 def _target_columns(plan: MergePlan, names: Sequence[str]) -> list[str]:
