@@ -21,7 +21,7 @@ Each task yields one JSON record: the file's index, the ``add``/``cdc`` actions 
 Example:
     >>> task = MergeGroupTask(target, clauses, duplicates_allowed=False, record_changes=True,
     ...                       insert_changes=True, on="t.id = s.id")          # doctest: +SKIP
-    >>> frame.groupBy(GROUP).applyInArrow(task, RECORD_SCHEMA)              # doctest: +SKIP
+    >>> frame.groupBy(SLOT, GROUP).applyInArrow(task, RECORD_SCHEMA)        # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -85,22 +85,24 @@ def value_column(clause: int, assignment: int) -> str:
 
 @dataclass(frozen=True)
 class TaskClause:
-    """What a task needs of a clause: kind, action, label (for errors) and the paths it assigns."""
+    """What a task needs of a clause: kind, action, label (for errors), the paths it assigns and the
+    joined rows' columns holding the values (one per path)."""
 
     kind: str
     action: str
     label: str
     paths: tuple[tuple[str, ...], ...]
+    columns: tuple[str, ...]
 
     @classmethod
-    def of(cls, clause: PlannedClause) -> TaskClause:
-        """The task's view of a planned clause."""
-        return cls(clause.kind, clause.action, clause.label, tuple(a.path for a in clause.assignments))
+    def of(cls, clause: PlannedClause, columns: tuple[str, ...]) -> TaskClause:
+        """The task's view of a planned clause whose values are in ``columns``."""
+        return cls(clause.kind, clause.action, clause.label, tuple(a.path for a in clause.assignments), columns)
 
 
 @dataclass(frozen=True)
 class MergeGroupTask:
-    """``applyInArrow`` function over the joined rows grouped by :data:`GROUP` (see the module docstring).
+    """``applyInArrow`` function over the joined rows grouped by (slot, :data:`GROUP`) (see the module docstring).
 
     Attributes:
         reader: the table as the merge read it (the candidate files' layout).
@@ -130,7 +132,7 @@ class MergeGroupTask:
         record = None
         if table.num_rows:
             with delta_errors():
-                record = self._file_group(table) if key[0].as_py() >= 0 else self._insert_group(table)
+                record = self._file_group(table) if key[-1].as_py() >= 0 else self._insert_group(table)
         return pa.Table.from_batches([records_batch([record] if record is not None else [])])
 
     # ------------------------------------------------------------------------------- target files
@@ -233,8 +235,8 @@ class MergeGroupTask:
         """``base`` with clause ``clause``'s values (taken at ``rows`` of ``table``) assigned."""
         spec = self.clauses[clause]
         index = pa.array(rows)
-        for j, path in enumerate(spec.paths):
-            values = table.column(value_column(clause, j)).take(index)
+        for path, column in zip(spec.paths, spec.columns, strict=True):
+            values = table.column(column).take(index)
             base = assign_values(base, path, values, self.target.schema, spec.label)
         return base
 

@@ -21,6 +21,7 @@ import pytest
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, TableNotFoundError
 from airflow_provider_delta.spark import SparkExecutor, merge_delta, merge_delta_sql
+from airflow_provider_delta.spark.merge_execution import BROADCAST_KEYS_CONF
 from tests.conformance import find_corpus
 from tests.spark.merge_support import assert_same_merge, canonical
 from tests.spark_cluster import PANDAS_3_WARNING
@@ -128,16 +129,36 @@ def test_the_local_executor_refuses_spark_only_sql_and_names_the_clause(tmp_path
     assert err.value.clause == "WHEN MATCHED clause 1 (UPDATE)"
 
 
+@pytest.mark.parametrize("broadcast_keys", ["2000000", "0"], ids=["broadcast-keys", "shuffle-join"])
 def test_two_source_rows_updating_one_target_row_raise_and_commit_nothing(
-    spark_utc: SparkSession, tmp_path: Path
+    spark_utc: SparkSession, tmp_path: Path, broadcast_keys: str
 ) -> None:
     _local, path = two_tables(tmp_path)
     duplicates = spark_utc.createDataFrame(pa.concat_tables([SOURCE, SOURCE.slice(0, 1)]))
-    with pytest.raises(MergeMultipleMatchError, match="multiple source rows matched"):
-        merge_delta(spark_utc, str(path), duplicates, "t.id = s.id", source_alias="s", target_alias="t") \
-            .when_matched_update_all().when_not_matched_insert_all().execute()
+    spark_utc.conf.set(BROADCAST_KEYS_CONF, broadcast_keys)
+    try:
+        with pytest.raises(MergeMultipleMatchError, match="multiple source rows matched"):
+            merge_delta(spark_utc, str(path), duplicates, "t.id = s.id", source_alias="s", target_alias="t") \
+                .when_matched_update_all().when_not_matched_insert_all().execute()
+    finally:
+        spark_utc.conf.unset(BROADCAST_KEYS_CONF)
     assert DeltaTable(str(path)).version == 1
     assert canonical(DeltaTable(str(path)).to_arrow()) == canonical(TARGET)
+
+
+def test_a_bad_broadcast_keys_conf_is_refused_before_any_file_is_written(
+    spark_utc: SparkSession, tmp_path: Path
+) -> None:
+    _local, path = two_tables(tmp_path)
+    before = data_files(path)
+    spark_utc.conf.set(BROADCAST_KEYS_CONF, "lots")
+    try:
+        with pytest.raises(MergeError, match="broadcastKeyRows must be a number of source rows, found 'lots'"):
+            merge_delta(spark_utc, str(path), spark_utc.createDataFrame(SOURCE), "t.id = s.id", source_alias="s",
+                        target_alias="t").when_matched_update_all().execute()
+    finally:
+        spark_utc.conf.unset(BROADCAST_KEYS_CONF)
+    assert (DeltaTable(str(path)).version, data_files(path)) == (1, before)
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError
 from airflow_provider_delta.spark import merge_delta
+from airflow_provider_delta.spark.merge_execution import BROADCAST_KEYS_CONF
 from tests.conformance import find_corpus
 from tests.spark.merge_support import assert_same_merge
 from tests.spark_cluster import PANDAS_3_WARNING
@@ -175,6 +176,7 @@ def merge_cases(draw: st.DrawFn) -> dict[str, Any]:
         "evolution": evolution,
         "source": source_rows(kind, draw, with_x=draw(st.booleans())),
         "clauses": draw(clauses(kind)),
+        "broadcast_keys": draw(st.booleans()),
     }
     if kind is GENERATED_KIND:
         case["target"] = draw(generated_target())
@@ -227,7 +229,12 @@ def check_case(spark: SparkSession, case: dict[str, Any]) -> None:
         options = {"source_alias": "s", "target_alias": "t", "schema_evolution": case["evolution"]}
         expected = run(DeltaTable(str(local)).merge(case["source"], kind.on, **options), case["clauses"])
         frame = spark.createDataFrame(case["source"], schema=_spark_schema(case["source"]))
-        got = run(merge_delta(spark, str(spark_copy), frame, kind.on, **options), case["clauses"])
+        if not case.get("broadcast_keys", True):  # the shuffle join of the whole target, as for large sources
+            spark.conf.set(BROADCAST_KEYS_CONF, "0")
+        try:
+            got = run(merge_delta(spark, str(spark_copy), frame, kind.on, **options), case["clauses"])
+        finally:
+            spark.conf.unset(BROADCAST_KEYS_CONF)
         if isinstance(expected, str) or isinstance(got, str):
             assert got == expected, f"local: {expected}, spark: {got}"
             assert DeltaTable(str(spark_copy)).version == since
@@ -297,3 +304,37 @@ def test_a_fixed_case_of_every_clause_kind_agrees(spark_utc: SparkSession) -> No
     }
     check_case(spark_utc, case)
 
+
+
+UPSERT_SOURCE = pa.Table.from_pylist(
+    [{"k": 1, "p": "a", "v": 5, "s": "x"}, {"k": None, "p": "b", "v": 2, "s": None},
+     {"k": 8, "p": "a", "v": 8, "s": "ab"}, {"k": 8, "p": "b", "v": 1, "s": "c"},
+     {"k": 3, "p": None, "v": 0, "s": "d"}],
+    schema=pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.string())]),
+)
+UPSERT_TARGET = {
+    "rows": [{"k": 1, "p": "a", "v": 1, "s": None}, {"k": 2, "p": "b", "v": 3, "s": "q"},
+             {"k": None, "p": None, "v": 9, "s": "n"}, {"k": 3, "p": "a", "v": 30, "s": None}],
+    "partitioned": False,
+    "properties": {"delta.enableChangeDataFeed": "true"},
+    "files": 2,
+}
+
+
+@pytest.mark.parametrize("broadcast_keys", [True, False], ids=["broadcast-keys", "shuffle-join"])
+@pytest.mark.parametrize("clause_list", [
+    [("when_matched_update_all", {"condition": "s.v > t.v"}), ("when_matched_delete", {"condition": None}),
+     ("when_not_matched_insert", {"values": {"k": "s.k", "v": "s.v * 2", "s": "upper(s.s)"}, "condition": None})],
+    [("when_not_matched_insert_all", {"condition": "s.v < 8"})],
+    [("when_matched_update", {"set": {"s": "concat(t.s, s.s)", "v": "s.v"}, "condition": None})],
+    [("when_matched_update_all", {"condition": None}), ("when_not_matched_insert_all", {"condition": None}),
+     ("when_not_matched_by_source_update", {"set": {"v": "t.v + 100"}, "condition": "t.v < 5"}),
+     ("when_not_matched_by_source_delete", {"condition": None})],
+], ids=["upsert", "insert-only", "update-only", "not-matched-by-source"])
+def test_a_fixed_upsert_agrees_with_and_without_broadcast_keys(
+    spark_utc: SparkSession, clause_list: list[tuple[str, dict[str, Any]]], broadcast_keys: bool
+) -> None:
+    # Null keys on both sides, two source rows inserted with one key, a key only in the source.
+    case = {"kind": GENERATED_KIND, "evolution": False, "source": UPSERT_SOURCE, "clauses": clause_list,
+            "target": UPSERT_TARGET, "broadcast_keys": broadcast_keys}
+    check_case(spark_utc, case)
