@@ -35,6 +35,7 @@ from airflow_provider_delta.spark.tasks import (
     map_in_arrow,
     records_batch,
     spark_arrow_schema,
+    task_payloads,
 )
 from airflow_provider_delta.spark.types import to_spark_schema
 
@@ -86,13 +87,11 @@ class _RowsTask:
     arrow_schema: pa.Schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for text in batch.column(0).to_pylist():
-                with delta_errors():
-                    rows = conform_to_table(unit_rows(self.job, ExportUnit.from_dict(orjson.loads(text)["unit"])),
-                                            self.target.schema)
-                if rows.num_rows:
-                    yield from rows.cast(self.arrow_schema).to_batches(max_chunksize=10_000)
+        for payload in task_payloads(batches):
+            with delta_errors():
+                rows = conform_to_table(unit_rows(self.job, ExportUnit.from_dict(payload["unit"])), self.target.schema)
+            if rows.num_rows:
+                yield from rows.cast(self.arrow_schema).to_batches(max_chunksize=10_000)
 
 
 class SparkExportEngine(ExportEngine):

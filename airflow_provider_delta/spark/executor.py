@@ -67,6 +67,7 @@ from airflow_provider_delta.spark.tasks import (
     json_frame,
     map_in_arrow,
     records_batch,
+    task_payloads,
     task_rows,
 )
 from airflow_provider_delta.spark.types import from_spark_schema
@@ -365,15 +366,13 @@ class _BinTask:
     hook: TaskHook | None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for text in batch.column(0).to_pylist():
-                payload = orjson.loads(text)
-                files = [AddFile.from_dict(f) for f in payload["files"]]
-                with delta_errors():
-                    added = rewrite_bin(self.target, files, self.layout)
-                if self.hook is not None:
-                    self.hook(added)
-                yield records_batch([{"index": payload["index"], "added": [a.to_dict() for a in added]}])
+        for payload in task_payloads(batches):
+            files = [AddFile.from_dict(f) for f in payload["files"]]
+            with delta_errors():
+                added = rewrite_bin(self.target, files, self.layout)
+            if self.hook is not None:
+                self.hook(added)
+            yield records_batch([{"index": payload["index"], "added": [a.to_dict() for a in added]}])
 
 
 @dataclass(frozen=True)
@@ -384,12 +383,11 @@ class _DeleteTask:
     hook: TaskHook | None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for text in batch.column(0).to_pylist():
-                outcome = delete_paths(self.storage, orjson.loads(text))
-                if self.hook is not None:
-                    self.hook([])
-                yield records_batch([{"deleted": outcome.deleted, "failed": outcome.failed}])
+        for paths in task_payloads(batches):
+            outcome = delete_paths(self.storage, paths)
+            if self.hook is not None:
+                self.hook([])
+            yield records_batch([{"deleted": outcome.deleted, "failed": outcome.failed}])
 
 
 @dataclass(frozen=True)
@@ -402,13 +400,11 @@ class _RewriteTask:
     hook: TaskHook | None
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for text in batch.column(0).to_pylist():
-                payload = orjson.loads(text)
-                with delta_errors():
-                    record = self._rewrite(AddFile.from_dict(payload["add"]))
-                if record is not None:
-                    yield records_batch([{"index": payload["index"], **record}])
+        for payload in task_payloads(batches):
+            with delta_errors():
+                record = self._rewrite(AddFile.from_dict(payload["add"]))
+            if record is not None:
+                yield records_batch([{"index": payload["index"], **record}])
 
     def _rewrite(self, add: AddFile) -> dict[str, Any] | None:
         outcome = self.rewrite(add, read_add_file(self.target, add))

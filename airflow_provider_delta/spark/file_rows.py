@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING
 from urllib.parse import unquote, urlparse
 
 import numpy as np
-import orjson
 import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql import types as st
@@ -43,7 +42,13 @@ from airflow_provider_delta.core.schema.mapping import (
     without_column_mapping,
 )
 from airflow_provider_delta.core.schema.types import ArrayType, MapType, StructType
-from airflow_provider_delta.spark.tasks import delta_errors, file_frame, map_in_arrow, spark_arrow_schema
+from airflow_provider_delta.spark.tasks import (
+    delta_errors,
+    file_frame,
+    map_in_arrow,
+    spark_arrow_schema,
+    task_payloads,
+)
 from airflow_provider_delta.spark.types import to_spark_schema
 
 if TYPE_CHECKING:
@@ -187,16 +192,14 @@ class _FileRowsTask:
     arrow_schema: pa.Schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for text in batch.column(0).to_pylist():
-                payload = orjson.loads(text)
-                with delta_errors():
-                    rows = read_file(self.layout, AddFile.from_dict(payload["add"]), self.plan, self.mode)
-                n = rows.num_rows
-                if not n:
-                    continue
-                read_schema = self.plan.read_schema
-                rows = rows.select(read_schema.names).cast(read_schema).select(list(self.plan.columns))
-                rows = rows.append_column(FILE_INDEX, pa.array(np.full(n, payload["index"], np.int32)))
-                rows = rows.append_column(ROW_INDEX, pa.array(np.arange(n, dtype=np.int64)))
-                yield from rows.cast(self.arrow_schema).to_batches(max_chunksize=_BATCH_ROWS)
+        for payload in task_payloads(batches):
+            with delta_errors():
+                rows = read_file(self.layout, AddFile.from_dict(payload["add"]), self.plan, self.mode)
+            n = rows.num_rows
+            if not n:
+                continue
+            read_schema = self.plan.read_schema
+            rows = rows.select(read_schema.names).cast(read_schema).select(list(self.plan.columns))
+            rows = rows.append_column(FILE_INDEX, pa.array(np.full(n, payload["index"], np.int32)))
+            rows = rows.append_column(ROW_INDEX, pa.array(np.arange(n, dtype=np.int64)))
+            yield from rows.cast(self.arrow_schema).to_batches(max_chunksize=_BATCH_ROWS)

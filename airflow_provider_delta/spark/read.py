@@ -22,7 +22,6 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import orjson
 import pyarrow as pa
 
 from airflow_provider_delta.core.actions import AddFile
@@ -32,7 +31,13 @@ from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.spark.environment import require_executor_environment
-from airflow_provider_delta.spark.tasks import delta_errors, file_frame, map_in_arrow, spark_arrow_schema
+from airflow_provider_delta.spark.tasks import (
+    delta_errors,
+    file_frame,
+    map_in_arrow,
+    spark_arrow_schema,
+    task_payloads,
+)
 from airflow_provider_delta.spark.types import to_spark_schema
 
 if TYPE_CHECKING:
@@ -118,16 +123,14 @@ class _ReadTask:
     arrow_schema: pa.Schema
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            for text in batch.column(0).to_pylist():
-                add = AddFile.from_dict(orjson.loads(text)["add"])
-                with delta_errors():
-                    rows = self._rows(add)
-                if isinstance(rows, int):  # no column: batches of no columns carry the row count
-                    if rows:
-                        yield pa.RecordBatch.from_pydict({"_": pa.nulls(rows)}).drop_columns(["_"])
-                elif rows.num_rows:
-                    yield from rows.to_batches(max_chunksize=_BATCH_ROWS)
+        for payload in task_payloads(batches):
+            with delta_errors():
+                rows = self._rows(AddFile.from_dict(payload["add"]))
+            if isinstance(rows, int):  # no column: batches of no columns carry the row count
+                if rows:
+                    yield pa.RecordBatch.from_pydict({"_": pa.nulls(rows)}).drop_columns(["_"])
+            elif rows.num_rows:
+                yield from rows.to_batches(max_chunksize=_BATCH_ROWS)
 
     def _rows(self, add: AddFile) -> pa.Table | int:
         # The per-file part of core's scan_to_arrow: the needed columns in schema order, cast to the

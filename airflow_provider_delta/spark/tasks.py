@@ -184,6 +184,14 @@ def collect_records(frame: DataFrame) -> list[dict[str, Any]]:
     return [orjson.loads(row[0]) for row in rows]
 
 
+def task_payloads(batches: Iterator[pa.RecordBatch]) -> Iterator[Any]:
+    """The JSON payloads a task receives: one per row of its input (column 0 of a ``json_frame`` or
+    ``file_frame``), decoded, in order."""
+    for batch in batches:
+        for text in batch.column(0).to_pylist():
+            yield orjson.loads(text)
+
+
 def records_batch(records: Sequence[Mapping[str, Any]]) -> pa.RecordBatch:
     """One Arrow batch of :data:`RECORD_SCHEMA` holding ``records`` as JSON text."""
     texts = [orjson.dumps(dict(r)).decode() for r in records]
