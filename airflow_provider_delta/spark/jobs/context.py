@@ -12,6 +12,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.options import job_definition
 
@@ -110,6 +112,19 @@ class JobContext:
         tracker = TrackingExecutor(executor if executor is not None else LocalExecutor())
         self._trackers.append(tracker)
         return tracker
+
+    def executor(self, data: Any = None) -> Executor:
+        """This attempt's executor, tracked (see :meth:`track`): Spark's under spark-submit, unless the
+        job's ``data`` is a pyarrow table (rows already in this process), then the local one.
+
+        Example:
+            >>> optimize(snapshot, executor=ctx.executor(), before_commit=ctx.before_commit)  # doctest: +SKIP
+        """
+        if self.spark is None or isinstance(data, pa.Table):
+            return self.track()
+        from airflow_provider_delta.spark.executor import SparkExecutor  # lazy: imports pyspark
+
+        return self.track(SparkExecutor(self.spark))
 
     def discard_attempt_files(self, error: BaseException) -> int:
         """Delete the files the failed attempt wrote and no version references (see ``tracking``)."""

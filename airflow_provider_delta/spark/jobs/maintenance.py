@@ -14,20 +14,10 @@ from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.spark.jobs.options import Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 #: The most paths a result lists (a dry run of a large VACUUM can name millions); ``numFiles`` has the total.
 DEFAULT_MAX_FILES_IN_RESULT = 1000
-
-
-def executor_for(ctx: JobContext) -> Executor | None:
-    """The Spark executor under spark-submit; None (the local executor) with ``--engine local``."""
-    if ctx.spark is None:
-        return None
-    from airflow_provider_delta.spark.executor import SparkExecutor  # lazy: imports pyspark
-
-    return SparkExecutor(ctx.spark)
 
 
 def number_option(ctx: JobContext, name: str, *, minimum: float | None = None) -> float | None:

@@ -46,7 +46,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from airflow_provider_delta.core.commands.merge.model import ActionKind, ClauseKind
-    from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 CLAUSE_OPTIONS: dict[str, ClauseKind] = {
@@ -243,14 +242,13 @@ def _local_source(source: dict[str, Any], storage_options: dict[str, str]) -> pa
     raise JobSpecError("Cannot run job 'merge': a 'sql' source needs Spark (run it with spark-submit)")
 
 
-def _executor(ctx: JobContext, data: Any) -> tuple[Executor | None, Any]:
-    """The Spark executor and the DataFrame as a merge source; the local executor for a pyarrow table."""
+def _merge_source(data: Any) -> Any:
+    """A pyarrow table as it is; a DataFrame as the Spark executor's merge source."""
     if isinstance(data, pa.Table):
-        return None, data
-    from airflow_provider_delta.spark.executor import SparkExecutor  # lazy: imports pyspark
+        return data
     from airflow_provider_delta.spark.merge_source import SparkMergeSource  # lazy: imports pyspark
 
-    return SparkExecutor(ctx.spark), SparkMergeSource(data)
+    return SparkMergeSource(data)
 
 
 def _sql_source(ctx: JobContext, parts: tuple[str, ...]) -> Any:
@@ -273,14 +271,14 @@ def run(ctx: JobContext) -> JobOutput:
     spec, sql_source = merge_spec(ctx)
     source_option = ctx.option("source")
     data = load_source(ctx, source_option) if source_option is not None else _sql_source(ctx, sql_source or ())
-    executor, source = _executor(ctx, data)
     snapshot = DeltaTable(ctx.spec.table, storage_options=ctx.spec.storage_options).snapshot
     ctx.progress(
         "MERGE on version %d (%d files, %d bytes) on %s", snapshot.version, snapshot.num_files,
         sum(a.size for a in snapshot.files()), spec.condition,
     )
     metrics = execute_merge(
-        snapshot, spec, source, isolation_level=ctx.option("isolation_level"), executor=ctx.track(executor),
+        snapshot, spec, _merge_source(data), isolation_level=ctx.option("isolation_level"),
+        executor=ctx.executor(data),
         before_commit=ctx.before_commit, app_id=ctx.spec.app_id, app_version=ctx.spec.app_version,
     )
     version = metrics.pop("version")

@@ -21,7 +21,6 @@ from airflow_provider_delta.core.commands.optimize import optimize
 from airflow_provider_delta.spark.jobs.context import JobOutput
 from airflow_provider_delta.spark.jobs.maintenance import (
     columns_option,
-    executor_for,
     number_option,
     where_option,
 )
@@ -60,7 +59,7 @@ def run(ctx: JobContext) -> JobOutput:
     snapshot = load_table_for(ctx.spec.table, "OPTIMIZE", ctx.spec.storage_options)
     result = optimize(
         snapshot, where, target_file_size=int(size) if size is not None else None, zorder_by=zorder,
-        executor=executor_for(ctx), before_commit=ctx.before_commit,
+        executor=ctx.executor(), before_commit=ctx.before_commit,
     )
     version = result.pop("version")
     return JobOutput(version=version if version is not None else snapshot.version, committed=version is not None,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.reorg import reorg
 from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.maintenance import executor_for, where_option
+from airflow_provider_delta.spark.jobs.maintenance import where_option
 from airflow_provider_delta.spark.jobs.options import JobDefinition
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def run(ctx: JobContext) -> JobOutput:
     """
     where = ctx.option("where", kind=str)
     snapshot = load_table_for(ctx.spec.table, "REORG", ctx.spec.storage_options)
-    result = reorg(snapshot, where, executor=executor_for(ctx), before_commit=ctx.before_commit)
+    result = reorg(snapshot, where, executor=ctx.executor(), before_commit=ctx.before_commit)
     version = result.pop("version")
     return JobOutput(version=version if version is not None else snapshot.version, committed=version is not None,
                      metrics=result)

@@ -23,7 +23,6 @@ from airflow_provider_delta.core.commands.vacuum import vacuum
 from airflow_provider_delta.spark.jobs.context import JobOutput
 from airflow_provider_delta.spark.jobs.maintenance import (
     DEFAULT_MAX_FILES_IN_RESULT,
-    executor_for,
     number_option,
 )
 from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
@@ -71,7 +70,7 @@ def run(ctx: JobContext) -> JobOutput:
     snapshot = load_table_for(ctx.spec.table, "VACUUM", ctx.spec.storage_options)
     result = vacuum(
         snapshot, retention, dry_run=dry_run, lite=lite, enforce_retention_duration=enforce,
-        executor=executor_for(ctx), respect_exports=respect_exports,
+        executor=ctx.executor(), respect_exports=respect_exports,
     )
     version = result.end_version if result.end_version is not None else snapshot.version
     return JobOutput(version=version, committed=not dry_run, metrics=result.to_dict(max_files=cap))

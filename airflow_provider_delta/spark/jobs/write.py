@@ -27,7 +27,6 @@ from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, iso
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.spark.jobs.context import JobContext
 
 MODES = ("append", "overwrite")
@@ -115,15 +114,6 @@ def _load_data(ctx: JobContext) -> Any:
     return data
 
 
-def _executor(ctx: JobContext, data: Any) -> Executor | None:
-    """The Spark executor when ``data`` is a DataFrame; None (the local executor) for a pyarrow table."""
-    if isinstance(data, pa.Table):
-        return None
-    from airflow_provider_delta.spark.executor import SparkExecutor  # lazy: imports pyspark
-
-    return SparkExecutor(ctx.spark)
-
-
 def run(ctx: JobContext) -> JobOutput:
     """Append (or overwrite) the job's rows; idempotent with the spec's ``app_id``/``app_version``.
 
@@ -144,7 +134,7 @@ def run(ctx: JobContext) -> JobOutput:
         snapshot, data, mode=options["mode"], predicate=options["predicate"],
         isolation_level=options["isolation_level"], schema_mode=options["schema_mode"],
         partition_by=options["partition_by"], app_id=ctx.spec.app_id, app_version=ctx.spec.app_version,
-        before_commit=ctx.before_commit, executor=ctx.track(_executor(ctx, data)),
+        before_commit=ctx.before_commit, executor=ctx.executor(data),
     )
     if not result.committed:
         return JobOutput(
