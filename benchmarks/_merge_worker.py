@@ -6,13 +6,15 @@
 time only the merge call. ``spark`` starts a ``local[2]`` SparkSession (its start reported apart as
 ``jvm_ms``), warms it up with a tiny merge on a scratch table, then times ``merge_delta`` with the source
 read by Spark from the Parquet file (no row passes through the driver); ``base_kb``/``peak_kb`` are the
-Python driver's peak RSS before and after the timed merge. The last stdout line is JSON:
+Python driver's peak RSS before and after the timed merge, ``cpu_ms``/``again_cpu_ms`` the CPU the JVM's
+threads (by kind) and the Python workers spent in each merge (:mod:`benchmarks._cpu`). The last stdout line is JSON:
 ``{"ms": ..., "load_ms": ..., "metrics": {...}}`` or ``{"error": ..., "traceback": ...}``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 import traceback
@@ -36,7 +38,7 @@ def _ours(path: str, source: Any) -> dict[str, Any]:
     imports_ms = (time.perf_counter() - import_started) * 1000
     started = time.perf_counter()
     t = DeltaTable(path)
-    loaded = time.perf_counter()
+    loaded, cpu = time.perf_counter(), time.process_time()
     metrics = (
         t.merge(source, CONDITION, source_alias="s", target_alias="t", schema_evolution=True)
         .when_matched_update_all()
@@ -46,6 +48,7 @@ def _ours(path: str, source: Any) -> dict[str, Any]:
     done = time.perf_counter()
     return {
         "ms": (done - loaded) * 1000,
+        "cpu_s": time.process_time() - cpu,
         "load_ms": (loaded - started) * 1000,
         "imports_ms": imports_ms,
         "metrics": metrics,
@@ -57,7 +60,7 @@ def _delta_rs(path: str, source: Any) -> dict[str, Any]:
 
     started = time.perf_counter()
     dt = deltalake.DeltaTable(path)
-    loaded = time.perf_counter()
+    loaded, cpu = time.perf_counter(), time.process_time()
     metrics = (
         dt.merge(source, CONDITION, source_alias="s", target_alias="t", merge_schema=True)
         .when_matched_update_all()
@@ -65,20 +68,22 @@ def _delta_rs(path: str, source: Any) -> dict[str, Any]:
         .execute()
     )
     done = time.perf_counter()
-    return {"ms": (done - loaded) * 1000, "load_ms": (loaded - started) * 1000, "metrics": metrics}
+    return {"ms": (done - loaded) * 1000, "cpu_s": time.process_time() - cpu, "load_ms": (loaded - started) * 1000,
+            "metrics": metrics}
 
 
-def _spark(path: str, source_path: str, origin: str | None = None) -> dict[str, Any]:
+def _spark(path: str, source_path: str, origin: str | None = None, java_options: str | None = None) -> dict[str, Any]:
     import shutil
     from pathlib import Path
 
     from airflow_provider_delta.core import DeltaTable
     from airflow_provider_delta.spark import merge_delta
+    from benchmarks._cpu import cpu_delta, cpu_snapshot
     from benchmarks._spark_worker import _spark as start_spark
     from benchmarks._spark_worker import _warm_up
     from benchmarks._worker import _maxrss_kb
 
-    spark, jvm_s = start_spark()
+    spark, jvm_s = start_spark(java_options)
     scratch = f"{path}-warm-up"
     try:
         _warm_up(spark)
@@ -90,6 +95,7 @@ def _spark(path: str, source_path: str, origin: str | None = None) -> dict[str, 
         merge_delta(spark, scratch, spark.createDataFrame(small), CONDITION, source_alias="s", target_alias="t",
                     schema_evolution=True).when_matched_update_all().when_not_matched_insert_all().execute()
         base = _maxrss_kb()
+        cpu_before = cpu_snapshot(os.getpid())
         started = time.perf_counter()
         metrics = (  # the table's snapshot is loaded inside (20 commits): timed
             merge_delta(spark, path, spark.read.parquet(source_path), CONDITION, source_alias="s",
@@ -99,17 +105,20 @@ def _spark(path: str, source_path: str, origin: str | None = None) -> dict[str, 
             .execute()
         )
         done = time.perf_counter()
+        cpu = cpu_delta(cpu_before, cpu_snapshot(os.getpid()))
         peak = _maxrss_kb()
-        again_ms = None
+        again_ms = again_cpu = None
         if origin is not None:  # info: the same MERGE again in the now warm session, on a fresh clone
             from benchmarks.bench_merge import _clone
 
             _clone(Path(origin), Path(f"{path}-again"))
+            cpu_before = cpu_snapshot(os.getpid())
             again = time.perf_counter()
             merge_delta(spark, f"{path}-again", spark.read.parquet(source_path), CONDITION, source_alias="s",
                         target_alias="t", schema_evolution=True).when_matched_update_all() \
                 .when_not_matched_insert_all().execute()
             again_ms = (time.perf_counter() - again) * 1000
+            again_cpu = cpu_delta(cpu_before, cpu_snapshot(os.getpid()))
     finally:
         spark.stop()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -117,6 +126,8 @@ def _spark(path: str, source_path: str, origin: str | None = None) -> dict[str, 
     return {
         "ms": (done - started) * 1000,
         "again_ms": again_ms,
+        "cpu_ms": cpu,
+        "again_cpu_ms": again_cpu,
         "jvm_ms": jvm_s * 1000,
         "base_kb": base,
         "peak_kb": peak,
@@ -133,7 +144,7 @@ def main(argv: list[str]) -> int:
             import warnings
 
             warnings.simplefilter("ignore", FutureWarning)  # pyspark 4.3's "pandas >= 3" notice
-            out = _spark(req["path"], req["source"], req.get("origin"))
+            out = _spark(req["path"], req["source"], req.get("origin"), req.get("java_options"))
         else:
             source = pq.read_table(req["source"])
             run = _ours if req["engine"] == "ours" else _delta_rs

@@ -29,15 +29,22 @@ from benchmarks._worker import _maxrss_kb
 ROWS_PER_PARTITION = 1_000_000
 
 
-def _spark() -> tuple[Any, float]:
-    """A local[2] SparkSession (UI off, loopback, UTC) and the seconds its start took."""
+def _spark(java_options: str | None = None) -> tuple[Any, float]:
+    """A local[2] SparkSession (UI off, loopback, UTC) and the seconds its start took.
+
+    ``java_options``: the driver JVM's options (``spark.driver.extraJavaOptions``), e.g. those the
+    operators' jobs get by default; None: the JVM's defaults.
+    """
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     started = time.perf_counter()
     from pyspark.sql import SparkSession
 
+    builder = SparkSession.builder
+    if java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", java_options)
     spark = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("bench-spark")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -1,7 +1,7 @@
 """MERGE benchmark: our local pyarrow merge and our Spark merge vs delta-rs's merge on identical data, same run.
 
     python -m benchmarks.bench_merge [--rows 5000000] [--source-rows N] [--files 20] [--repeats 2]
-                                     [--engines ours,delta-rs,spark] [--rss-rows 20000000] [--json out.json]
+                                     [--engines ours,delta-rs,spark] [--rss-rows 20000000] [--job-jvm] [--json out.json]
 
 The target table (``id, name, amount, ts, category``; ``delta.enableChangeDataFeed=true``; ``--files`` files of
 consecutive ids) and the source (``--source-rows``, default rows/10: half of them ids that exist in the target,
@@ -11,7 +11,8 @@ spread over the whole range, half new ids, plus a new column ``score``) are gene
 ``merge(..., merge_schema=True).when_matched_update_all().when_not_matched_insert_all()``), in a fresh
 subprocess per engine and run, engines interleaved; only the merge call is timed. ``spark`` is
 ``merge_delta`` on ``local[2]`` with the source read by Spark (JVM start reported apart, a warm-up merge
-first). Afterwards all results are cross-checked (rows, ids, new-column values, change-feed rows by type).
+first; ``--job-jvm``: with the driver JVM options the operators' jobs get). Afterwards all results are
+cross-checked (rows, ids, new-column values, change-feed rows by type).
 Targets at the full size (5,000,000 rows): ours <= 1.0x delta-rs, spark <= 2.0x delta-rs; with
 ``--rss-rows`` the Spark driver's peak RSS for a target of that many rows (same source size) within
 64 MB of the full-size run's. Smaller sizes are info. Exit code 1 only when a cross-check fails.
@@ -28,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._cpu import summary
 from benchmarks.bench_read import (
     DELTA_RS,
     OURS,
@@ -169,7 +171,8 @@ def _check(results: dict[str, list[dict[str, Any]]], manifest: dict[str, Any]) -
 
 
 def _merge_runs(
-    rows: int, source_rows: int, files: int, repeats: int, timeout: float, engines: list[str]
+    rows: int, source_rows: int, files: int, repeats: int, timeout: float, engines: list[str],
+    java_options: str | None = None,
 ) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
     """Each engine's runs (fresh subprocess, private clone), engines interleaved; cross-checked."""
     root, manifest = ensure_data(rows, source_rows, files)
@@ -184,12 +187,16 @@ def _merge_runs(
                 request = {"engine": engine, "path": str(clone), "source": str(root / "source.parquet")}
                 if engine == SPARK:
                     request["origin"] = str(root / "table")  # a second MERGE in the warm session (info)
+                    request["java_options"] = java_options
                 res = _run_worker(request, timeout, module="benchmarks._merge_worker")
                 if "error" not in res:
                     res["digest"] = _digest(clone, manifest["version"])
-                extra = f", JVM start {res['jvm_ms']:.0f} ms apart" if "jvm_ms" in res else ""
+                extra = f", CPU {res['cpu_s']:.1f} s" if "cpu_s" in res else ""
+                extra += f", JVM start {res['jvm_ms']:.0f} ms apart" if "jvm_ms" in res else ""
                 extra += f", again in the warm session {res['again_ms']:.0f} ms" if res.get("again_ms") else ""
                 extra += f", driver peak RSS {res['peak_kb'] / 1024:.0f} MB" if "peak_kb" in res else ""
+                extra += f"\n      first MERGE {summary(res['cpu_ms'])}" if res.get("cpu_ms") else ""
+                extra += f"\n      again {summary(res['again_cpu_ms'])}" if res.get("again_cpu_ms") else ""
                 print(f"  run {rep + 1} {engine:<8} {_shown(res, extra)}", flush=True)
                 results[engine].append(res)
                 shutil.rmtree(clone, ignore_errors=True)
@@ -209,10 +216,10 @@ def _files_note(runs: list[dict[str, Any]], who: str) -> str:
 
 def run(
     rows: int, source_rows: int, files: int, repeats: int, timeout: float, engines: list[str],
-    rss_rows: int | None = None,
+    rss_rows: int | None = None, java_options: str | None = None,
 ) -> Report:
     report = Report()
-    results, manifest = _merge_runs(rows, source_rows, files, repeats, timeout, engines)
+    results, manifest = _merge_runs(rows, source_rows, files, repeats, timeout, engines, java_options)
     report.raw["merge"] = results
     case = f"merge {rows:,} x {source_rows:,} (CDF, +1 col)"
     note = f"{manifest['matching']:,} updated, {manifest['inserted']:,} inserted"
@@ -226,6 +233,7 @@ def run(
         again = sorted(r["again_ms"] for r in spark_runs if r.get("again_ms"))
         spark_note = "; ".join(n for n in (
             "merge_delta on local[2], source read by Spark",
+            f"driver JVM options {java_options!r}" if java_options else "",
             f"JVM + session start {sorted(jvm)[len(jvm) // 2]:,.0f} ms (not timed)" if jvm else "",
             f"a second MERGE in the warm session {again[len(again) // 2]:,.0f} ms" if again else "",
             _files_note(spark_runs, "spark"),
@@ -233,14 +241,14 @@ def run(
         spark_vs = {OURS: spark_runs, DELTA_RS: results.get(DELTA_RS, [])}
         report.add(_ratio_row(f"{case}, Spark executor", spark_vs, SPARK_MAX_RATIO, gated, note=spark_note))
         if rss_rows:
-            report.add(_rss_row(spark_runs, rows, rss_rows, source_rows, files, timeout))
+            report.add(_rss_row(spark_runs, rows, rss_rows, source_rows, files, timeout, java_options))
     return report
 
 
 def _rss_row(small_runs: list[dict[str, Any]], rows: int, rss_rows: int, source_rows: int, files: int,
-             timeout: float) -> Row:
+             timeout: float, java_options: str | None) -> Row:
     """The Spark driver's peak RSS at ``rss_rows`` target rows against the full-size runs' (same source size)."""
-    big_runs, _ = _merge_runs(rss_rows, source_rows, files, 1, timeout, [SPARK])
+    big_runs, _ = _merge_runs(rss_rows, source_rows, files, 1, timeout, [SPARK], java_options)
     small = [r["peak_kb"] / 1024 for r in small_runs if "peak_kb" in r]
     big = [r["peak_kb"] / 1024 for r in big_runs[SPARK] if "peak_kb" in r]
     case = f"Spark driver peak RSS, target {rows:,} -> {rss_rows:,} rows"
@@ -272,6 +280,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rss-rows", type=int, default=None,
                         help="also merge the same source into a target of this many rows with Spark and compare "
                              "the driver's peak RSS (e.g. 20000000)")
+    parser.add_argument("--job-jvm", action="store_true",
+                        help="start Spark's JVM with the options the operators' jobs get by default "
+                             "(DEFAULT_SPARK_CONF's spark.driver.extraJavaOptions) instead of the JVM's defaults")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per worker subprocess")
     parser.add_argument("--json", type=Path, default=None, help="also write raw results to this file")
     args = parser.parse_args(argv)
@@ -281,10 +292,16 @@ def main(argv: list[str] | None = None) -> int:
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
     if set(engines) - {OURS, DELTA_RS, SPARK} or rows < 1 or repeats < 1 or args.files < 1:
         parser.error("bad --engines, --rows, --repeats or --files")
+    java_options = None
+    if args.job_jvm:
+        # Imports Airflow: only when asked.
+        from airflow_provider_delta.operators.delta import DEFAULT_SPARK_CONF
 
+        java_options = DEFAULT_SPARK_CONF["spark.driver.extraJavaOptions"]
     return run_and_report(
-        lambda: run(rows, source_rows, args.files, repeats, args.timeout, engines, args.rss_rows), FOOTNOTE,
-        args.json
+        lambda: run(rows, source_rows, args.files, repeats, args.timeout, engines, args.rss_rows, java_options),
+        FOOTNOTE,
+        args.json,
     )
 
 
