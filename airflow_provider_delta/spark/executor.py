@@ -255,7 +255,12 @@ class SparkExecutor(Executor):
         return written
 
     def read_files(
-        self, target: WriteTarget, files: Sequence[AddFile], *, schema: StructType | None = None
+        self,
+        target: WriteTarget,
+        files: Sequence[AddFile],
+        *,
+        schema: StructType | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[pa.Table]:
         """Not on Spark: it would bring every row to the driver (MERGE on Spark joins in Spark instead).
 

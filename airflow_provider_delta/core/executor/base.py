@@ -205,11 +205,18 @@ class Executor(ABC):
 
     @abstractmethod
     def read_files(
-        self, target: WriteTarget, files: Sequence[AddFile], *, schema: StructType | None = None
+        self,
+        target: WriteTarget,
+        files: Sequence[AddFile],
+        *,
+        schema: StructType | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[pa.Table]:
         """Every live row of each file, in the order of ``files``, conformed to ``schema`` when given.
 
         Deletion vectors applied, partition columns included, logical names of ``target.schema``.
+        ``columns``: read only these (the rows are the same, in the same order); ``schema`` then
+        holds just those columns.
         """
 
     def merge(self, job: MergeJob) -> MergeOutcome | None:

@@ -103,12 +103,18 @@ class LocalExecutor(Executor):
         return write_change_files(target, pa.concat_tables(tables, promote_options="permissive"))
 
     def read_files(
-        self, target: WriteTarget, files: Sequence[AddFile], *, schema: StructType | None = None
+        self,
+        target: WriteTarget,
+        files: Sequence[AddFile],
+        *,
+        schema: StructType | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[pa.Table]:
-        """Read the files in parallel; conform to ``schema`` when it differs from the table's."""
+        """Read the files (or their ``columns``) in parallel; conform to ``schema`` when it differs from the table's."""
+        reader = add_file_reader(target, columns)
 
         def read(add: AddFile) -> pa.Table:
-            rows = read_add_file(target, add)
+            rows = reader(add)
             return conform_to_table(rows, schema) if schema is not None and schema != target.schema else rows
 
         return run_parallel(read, files)

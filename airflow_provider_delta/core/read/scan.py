@@ -275,9 +275,16 @@ def read_add_file(snapshot: TableLayout, add: AddFile) -> pa.Table:
     return add_file_reader(snapshot)(add)
 
 
-def add_file_reader(snapshot: TableLayout) -> Callable[[AddFile], pa.Table]:
-    """:func:`read_add_file` for many files of one table: the plan and schemas are built once."""
+def add_file_reader(snapshot: TableLayout, columns: Sequence[str] | None = None) -> Callable[[AddFile], pa.Table]:
+    """:func:`read_add_file` for many files of one table: the plan and schemas are built once.
+
+    ``columns``: only these columns (logical names, any case; in schema order; names the table does
+    not have are left out); None: all of them.
+    """
     schema = snapshot.schema
+    if columns is not None:
+        wanted = {c.lower() for c in columns}
+        schema = StructType(tuple(f for f in schema if f.name.lower() in wanted))
     part_names = {c.lower() for c in snapshot.partition_columns}
     plan = ScanPlan(
         files=(),

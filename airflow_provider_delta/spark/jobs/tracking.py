@@ -91,10 +91,15 @@ class TrackingExecutor(Executor):
         return cdc
 
     def read_files(
-        self, target: WriteTarget, files: Sequence[AddFile], *, schema: StructType | None = None
+        self,
+        target: WriteTarget,
+        files: Sequence[AddFile],
+        *,
+        schema: StructType | None = None,
+        columns: Sequence[str] | None = None,
     ) -> list[pa.Table]:
         """As the inner executor."""
-        return self.inner.read_files(target, files, schema=schema)
+        return self.inner.read_files(target, files, schema=schema, columns=columns)
 
     def write_files_and_changes(
         self,

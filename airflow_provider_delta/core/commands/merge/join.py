@@ -9,11 +9,16 @@ Two ways to get there:
   own files and probes them, so reading, joining, the clauses and writing overlap, and only the
   files of the running jobs are in memory. The insert job waits until every file is probed (the
   source rows no target row matched are known only then).
-- :class:`JoinedFiles` otherwise: every candidate file is read (in parallel) and Arrow's hash join
-  runs over all of them at once, before any job starts.
+- :class:`JoinedFiles` otherwise: the columns the condition reads of the target (its keys, the
+  target-only conjuncts, the rest of the condition) are read from every candidate file (in
+  parallel) and Arrow's hash join runs over all of them at once, before any job starts; each job
+  then reads its own files whole, so only the join columns of the target and the running jobs'
+  files are in memory, and files no clause can change are not read again.
 
 Pairs are the same either way: equal keys match, null keys match nothing, the target-only and
-source-only conjuncts filter their side first and the rest of the condition filters the pairs.
+source-only conjuncts filter their side first and the rest of the condition filters the pairs. A
+target row that two source rows would update or delete is refused by the job that holds its file
+(:func:`~.clauses.file_clauses`); the merge then deletes every file its jobs wrote.
 
 Example:
     >>> rows = file_rows(LocalExecutor(), job, source)              # doctest: +SKIP
@@ -34,15 +39,14 @@ import pyarrow.compute as pc
 from airflow_provider_delta.core.commands.merge.clauses import (
     EMPTY,
     Scope,
-    choose,
     indices,
-    refuse_multiple_matches,
 )
 from airflow_provider_delta.core.commands.merge.plan import source_key_column
 from airflow_provider_delta.core.commands.merge.probe import SortedKeys, probes_one_integer_key
-from airflow_provider_delta.core.expressions import evaluate
+from airflow_provider_delta.core.expressions import evaluate, referenced_columns
 from airflow_provider_delta.core.parallel import run_parallel
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.write.target import WriteTarget
 
 if TYPE_CHECKING:
@@ -221,43 +225,44 @@ class ProbedFiles(FileRows):
 
 
 class JoinedFiles(FileRows):
-    """Every candidate file read first, then one hash join of all their rows with the source."""
+    """The join columns of every candidate file read first and hash-joined with the source at once;
+    each job reads its own files whole."""
 
-    def __init__(self, job: MergeJob, source: pa.Table, parts: list[pa.Table], pairs: Pairs) -> None:
+    def __init__(self, executor: Executor, job: MergeJob, source: pa.Table, sizes: Sequence[int],
+                 pairs: Pairs) -> None:
         super().__init__(job, source)
-        self._parts: list[pa.Table | None] = list(parts)
-        self._starts = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum([p.num_rows for p in parts], out=self._starts[1:])
+        self._executor = executor
+        self._reader = WriteTarget.of(job.reader)
+        self._schema = job.writer.schema
+        self._starts = np.zeros(len(sizes) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=self._starts[1:])
         tidx, sidx = pairs
         by_file = np.searchsorted(self._starts, tidx, side="right") - 1
         order = np.argsort(by_file, kind="stable")
-        self._bounds = np.searchsorted(by_file[order], np.arange(len(parts) + 1))
+        self._bounds = np.searchsorted(by_file[order], np.arange(len(sizes) + 1))
         self._tidx, self._sidx = tidx[order], sidx[order]
 
     @classmethod
     def read(cls, executor: Executor, job: MergeJob, source: pa.Table) -> JoinedFiles:
-        """Read the files (in parallel), join them, refuse multiple matches (before any file is written)."""
+        """Read the files' join columns (in parallel) and join them with the source."""
         started = time.monotonic()
         plan = job.plan
+        schema = _join_schema(plan, job.writer.schema)
+        reader, names = WriteTarget.of(job.reader), schema.names
         parts = run_parallel(
-            lambda add: executor.read_files(WriteTarget.of(job.reader), [add], schema=job.writer.schema)[0], job.files
+            lambda add: executor.read_files(reader, [add], schema=schema, columns=names)[0], job.files
         )
-        target = pa.concat_tables(parts) if parts else to_arrow_schema(job.writer.schema).empty_table()
+        target = pa.concat_tables(parts) if parts else to_arrow_schema(schema).empty_table()
         tidx, sidx = _join(plan, target, source, _source_rows(plan, source))
         tidx, sidx = _residual(plan, parts, source, tidx, sidx)
-        _refuse_multiple_matches(plan, parts, source, tidx, sidx)
-        joined = cls(job, source, parts, (tidx, sidx))
+        joined = cls(executor, job, source, [p.num_rows for p in parts], (tidx, sidx))
         joined.scan_seconds = time.monotonic() - started
         return joined
 
     def rows(self, f: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
-        part = self._parts[f]
-        assert part is not None, f"file {f} was released"
+        part = self._executor.read_files(self._reader, [self.files[f]], schema=self._schema)[0]
         lo, hi = int(self._bounds[f]), int(self._bounds[f + 1])
         return part, self._tidx[lo:hi] - self._starts[f], self._sidx[lo:hi]
-
-    def release(self, f: int) -> None:
-        self._parts[f] = None
 
     def matched_source(self) -> np.ndarray | None:
         matched = np.zeros(self.source.num_rows, dtype=bool)
@@ -273,6 +278,17 @@ class JoinedFiles(FileRows):
         if self.plan.matched:
             return np.flatnonzero(np.diff(self._bounds) > 0)
         return EMPTY
+
+
+def _join_schema(plan: MergePlan, schema: StructType) -> StructType:
+    """The target columns the ON condition reads (its keys, target-only conjuncts, the rest), in the
+    evolved schema; a superset: a name the source also has counts as the target's."""
+    used = {key.target[0].lower() for key in plan.keys}
+    for expr in (plan.target_filter, plan.residual):
+        if expr is not None:
+            used |= {path[0].lower() for path in referenced_columns(expr)}
+    fields = tuple(f for f in schema.fields if f.name.lower() in used)
+    return StructType(fields or schema.fields[:1])  # a row count needs one column
 
 
 def _join(plan: MergePlan, target: pa.Table, source: pa.Table, s_rows: np.ndarray) -> Pairs:
@@ -324,27 +340,3 @@ def _hash_join(
     tidx = joined.column("__t").to_numpy()
     sidx = joined.column("__s").to_numpy()
     return np.asarray(tidx, dtype=np.int64), np.asarray(sidx, dtype=np.int64)
-
-
-def _refuse_multiple_matches(
-    plan: MergePlan, parts: Sequence[pa.Table], source: pa.Table, tidx: np.ndarray, sidx: np.ndarray
-) -> None:
-    """Raise when two source rows would update or delete one target row, before any file is written.
-
-    Only a target row with several pairs can: those pairs go through the matched clauses here (the
-    jobs choose the same clauses again for all pairs).
-    """
-    if plan.duplicates_allowed or not plan.matched or len(tidx) < 2:
-        return
-    seen = np.zeros(sum(p.num_rows for p in parts), dtype=bool)
-    seen[tidx] = True
-    if np.count_nonzero(seen) == len(tidx):  # every target row in one pair at most: the common case
-        return
-    ordered = np.sort(tidx)
-    several = np.isin(tidx, ordered[1:][ordered[1:] == ordered[:-1]])
-    pair_t = tidx[several]
-    scope = Scope({
-        plan.target_alias: _take(parts, pair_t),
-        plan.source_alias: source.take(indices(sidx[several])),
-    })
-    refuse_multiple_matches(plan, pair_t[choose(scope, plan.matched) >= 0])

@@ -2,7 +2,8 @@
 
 The target tables here have files large enough (150,000 rows) that each file is rewritten by its own job
 on the engine's pool, alongside the job writing the inserted rows. Every test runs twice: joined on an
-integer key (each job probes its own files) and on a string key (Arrow's hash join over all files first).
+integer key (each job probes its own files) and on a string key (the condition's columns of every file hash-joined
+first, then each job reads its own files whole).
 """
 
 from __future__ import annotations
@@ -146,3 +147,39 @@ def test_two_source_rows_for_one_target_row_fail_the_merge_and_leave_no_file_beh
         merge(t, source, on).when_matched_update_all().when_not_matched_insert_all().execute()
     assert DeltaTable(t.location).version == FILES
     assert files_on_disk(t) == before
+
+
+def test_a_hash_join_reads_the_condition_columns_first_then_only_the_files_it_rewrites(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow_provider_delta.core.executor.local import LocalExecutor
+
+    t = big_table(tmp_path)
+    reads: list[tuple[str, tuple[str, ...] | None]] = []
+    real = LocalExecutor.read_files
+
+    def recording(self: LocalExecutor, target: Any, files: Any, **kwargs: Any) -> list[pa.Table]:
+        parts = real(self, target, files, **kwargs)
+        columns = kwargs.get("columns")
+        reads.extend((f.path, tuple(part.column_names) if columns else None) for f, part in zip(files, parts))
+        return parts
+
+    monkeypatch.setattr(LocalExecutor, "read_files", recording)
+    # One source row in the middle file; the rest of the condition reads target column `small`.
+    source = pa.table({"key": pa.array([FILE_ROWS + 7], pa.int64()), "small": pa.array([0], pa.int8()),
+                       "name": ["x"]})
+    tagged = source.append_column("tag", pc.cast(source.column("key"), pa.string()))
+    metrics = (
+        t.merge(tagged, "t.tag = s.tag AND t.small >= s.small", source_alias="s", target_alias="t")
+        .when_matched_update(set={"name": "s.name"})
+        .execute()
+    )
+    assert metrics["numTargetRowsMatchedUpdated"] == 1 and metrics["numTargetFilesRemoved"] == 1
+    joined = [(path, columns) for path, columns in reads if columns is not None]
+    whole = [path for path, columns in reads if columns is None]
+    assert reads[: len(joined)] == joined and joined  # every join read before any whole file
+    assert {columns for _path, columns in joined} == {("tag", "small")}  # the condition's columns, schema order
+    removed = {path for path, _ in joined} - {a.path for a in DeltaTable(t.location).files()}
+    assert whole == sorted(removed) and len(removed) == 1  # the untouched files are not read again
+    row = DeltaTable(t.location).to_arrow().filter(pc.equal(pc.field("key"), FILE_ROWS + 7)).to_pylist()
+    assert row == [{"key": FILE_ROWS + 7, "tag": str(FILE_ROWS + 7), "small": 7, "name": "x"}]
