@@ -81,11 +81,11 @@ class JobContext:
         """
         return self.definition.validate(self.spec.options, engine=self.engine)
 
-    def option(self, name: str, default: Any = None, *, kind: type | tuple[type, ...] | None = None) -> Any:
+    def option(self, name: str, default: Any = None) -> Any:
         """The job option ``name`` as declared in the job's ``JOB`` (validated, default filled in).
 
-        ``default`` is used only when the declaration has no default and the option is absent;
-        ``kind`` is accepted for older callers and ignored (the declaration has the type).
+        ``default`` is used only when the declaration has no default and the option is absent; the
+        declaration has the type.
 
         Raises:
             JobSpecError: the job does not declare ``name`` (a bug in the job), or the spec is invalid.

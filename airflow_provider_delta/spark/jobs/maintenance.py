@@ -38,7 +38,7 @@ def columns_option(ctx: JobContext, name: str) -> list[str] | None:
     Raises:
         JobSpecError: neither.
     """
-    value: Any = ctx.option(name, kind=(list, str))
+    value: Any = ctx.option(name)
     if value is None:
         return None
     if isinstance(value, str):

@@ -53,7 +53,7 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(JobSpec(job="optimize", table="/data/t", options={"zorder_by": ["id"]})))  # doctest: +SKIP
         JobOutput(version=13, committed=True, metrics={'numAddedFiles': 2, ...})
     """
-    where = ctx.option("where", kind=str)
+    where = ctx.option("where")
     size = number_option(ctx, "target_file_size", minimum=1)
     zorder = columns_option(ctx, "zorder_by")
     snapshot = load_table_for(ctx.spec.table, "OPTIMIZE", ctx.spec.storage_options)

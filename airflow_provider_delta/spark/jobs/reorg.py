@@ -40,7 +40,7 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(JobSpec(job="reorg", table="/data/t")))  # doctest: +SKIP
         JobOutput(version=14, committed=True, metrics={'numDeletionVectorsRemoved': 3, ...})
     """
-    where = ctx.option("where", kind=str)
+    where = ctx.option("where")
     snapshot = load_table_for(ctx.spec.table, "REORG", ctx.spec.storage_options)
     result = reorg(snapshot, where, executor=ctx.executor(), before_commit=ctx.before_commit)
     version = result.pop("version")

@@ -62,9 +62,9 @@ def run(ctx: JobContext) -> JobOutput:
         JobOutput(version=12, committed=False, metrics={'files': [...], 'numFiles': 3, ...})
     """
     retention = number_option(ctx, "retention_hours")
-    dry_run = ctx.option("dry_run", False, kind=bool)
-    lite = ctx.option("lite", False, kind=bool)
-    enforce = ctx.option("enforce_retention_duration", True, kind=bool)
+    dry_run = ctx.option("dry_run", False)
+    lite = ctx.option("lite", False)
+    enforce = ctx.option("enforce_retention_duration", True)
     respect_exports = bool(ctx.option("respect_exports", True))
     cap = int(number_option(ctx, "max_files_in_result", minimum=0) or DEFAULT_MAX_FILES_IN_RESULT)
     snapshot = load_table_for(ctx.spec.table, "VACUUM", ctx.spec.storage_options)
