@@ -230,6 +230,7 @@ class SeaweedS3:
             "-s3.autoCreateBucket=false",  # as on AWS: a PUT into a missing bucket fails (NoSuchBucket)
             f"-filer.localSocket={self.base_dir / 'filer.sock'}",
             f"-s3.localSocket={self.base_dir / 's3.sock'}",
+            "-master.peers=none",  # single master: no raft election wait (-1 s at start)
             "-master.volumeSizeLimitMB=128",
             # Disk-space rules that hold on a nearly full disk: a fixed number of (sparse) volume slots
             # (left to weed, it divides the free space by the volume size and registered none with
