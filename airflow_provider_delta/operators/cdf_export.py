@@ -116,9 +116,9 @@ class DeltaCDFExportOperator(DeltaSparkJobOperator):
         self.initial_snapshot, self.envelope, self.key_columns = initial_snapshot, envelope, key_columns
         self.sink_storage_options, self.register_watermark = sink_storage_options, register_watermark
 
-    def build_spec(self, context: Context, location: str | list[str], storage_options: dict[str, str]) -> JobSpec:
-        """The ``cdf_export`` job spec, from the rendered options."""
-        self.job_options = {
+    def options_from_arguments(self) -> dict[str, Any]:
+        """The ``cdf_export`` job's options, from the rendered arguments."""
+        options = {
             "sink": self.sink, "format": self.format, "name": self.name or "default",
             "starting_version": _version("starting_version", self.starting_version),
             "ending_version": _version("ending_version", self.ending_version),
@@ -128,8 +128,7 @@ class DeltaCDFExportOperator(DeltaSparkJobOperator):
             "sink_storage_options": self.sink_storage_options,
             "register_watermark": self.register_watermark,
         }
-        self.job_options = {k: v for k, v in self.job_options.items() if v is not None}
-        return super().build_spec(context, location, storage_options)
+        return {k: v for k, v in options.items() if v is not None}
 
     def lineage(self, location: str, result: dict[str, Any], spec: JobSpec) -> list[LineageTable]:
         """The source read up to the exported end; the sink written (a Delta table at its new version)."""

@@ -335,6 +335,7 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         self, context: Context, location: str | list[str], storage_options: dict[str, str]
     ) -> JobSpec:
         """The job spec of this task instance (``location``: one table, or the list for ``tables``)."""
+        self._refresh_options()
         app_id: str | None = None
         if self.definition.app_transaction and self.idempotent:
             app_id = self.app_id or app_transaction_id(context)
@@ -350,7 +351,22 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
             app_version=self.app_version if app_id is not None else None,
         )
 
+    def options_from_arguments(self) -> dict[str, Any] | None:
+        """The job's options built from this operator's own (rendered) arguments, or None.
+
+        Operators whose arguments are the templated fields (``on``, ``sink``, ...) return the options
+        here; ``execute`` calls it after rendering and replaces ``job_options`` with the result. The
+        base operator takes ``job_options`` as given (None).
+        """
+        return None
+
+    def _refresh_options(self) -> None:
+        options = self.options_from_arguments()
+        if options is not None:
+            self.job_options = options
+
     def _check_rendered_options(self) -> None:
+        self._refresh_options()
         if not isinstance(self.job_options, dict):
             raise AirflowFailException(
                 f"{self._where()}: job_options must render to a dict, found {self.job_options!r}"

@@ -14,11 +14,14 @@ This module imports no pyspark.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow_provider_delta.operators.delta import DeltaSparkJobOperator
 
 __all__ = ["DeltaMergeWithEvolutionOperator", "DeltaSchemaEvolveOperator"]
+
+# The base operator's templated fields but ``job_options``: these operators render their own arguments.
+_BASE_FIELDS = tuple(f for f in DeltaSparkJobOperator.template_fields if f != "job_options")
 
 def _drop_none(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
@@ -49,9 +52,9 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
     Returns (XCom ``return_value``): the job result: ``version``, ``committed`` and ``metrics`` (Delta's
     merge metrics: ``numTargetRowsInserted``, ``numTargetRowsUpdated``, ``numTargetRowsDeleted``, ...).
 
-    ``source``, ``on``, ``merge_sql`` and the clauses become the job's options (``job_options``,
-    templated, so every path, condition and the SQL may use Jinja); a ``source`` table is declared as
-    the task's inlet, the target as its outlet.
+    ``source``, ``on``, ``merge_sql``, the clauses and the aliases are templated (every path, condition
+    and the SQL may use Jinja); rendered, they become the job's options. A ``source`` table is declared
+    as the task's inlet, the target as its outlet.
 
     Raises:
         JobSpecError (a ValueError): at DAG parse time, when neither or both of ``on`` and ``merge_sql``
@@ -68,7 +71,14 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
         ... )  # doctest: +SKIP
     """
 
-    template_fields: tuple[str, ...] = ("table", "job_options", "spark_conf", "app_id", "spark_conn_id")
+    template_fields: tuple[str, ...] = (
+        *_BASE_FIELDS, "source", "on", "merge_sql", "when_matched", "when_not_matched",
+        "when_not_matched_by_source", "source_alias", "target_alias",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **DeltaSparkJobOperator.template_fields_renderers, "source": "json", "on": "sql", "merge_sql": "sql",
+        "when_matched": "json", "when_not_matched": "json", "when_not_matched_by_source": "json",
+    }
     ui_color = "#7fd3e6"
 
     def __init__(
@@ -87,21 +97,15 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
         isolation_level: str | None = None,
         **kwargs: Any,
     ) -> None:
-        options = _drop_none({
-            "source": source,
-            "on": on,
-            "merge_sql": merge_sql,
-            "when_matched": when_matched or None,
-            "when_not_matched": when_not_matched or None,
-            "when_not_matched_by_source": when_not_matched_by_source or None,
-            "schema_evolution": schema_evolution,
-            "source_alias": source_alias if merge_sql is None else None,
-            "target_alias": target_alias if merge_sql is None else None,
-            "isolation_level": isolation_level,
-        })
         inlets = list(kwargs.pop("inlet_tables", ()))
         if isinstance(source, dict) and isinstance(source.get("table"), str):
             inlets.append(source["table"])  # the source table is an inlet (data-aware scheduling, lineage)
+        options = _merge_options(
+            source=source, on=on, merge_sql=merge_sql, when_matched=when_matched or [],
+            when_not_matched=when_not_matched or [], when_not_matched_by_source=when_not_matched_by_source or [],
+            schema_evolution=schema_evolution, source_alias=source_alias, target_alias=target_alias,
+            isolation_level=isolation_level,
+        )
         # The job's declaration checks the options now (DAG parse) and again after rendering.
         super().__init__(job="merge", table=table, job_options=options, inlet_tables=inlets, **kwargs)
         self.source = source
@@ -114,6 +118,34 @@ class DeltaMergeWithEvolutionOperator(DeltaSparkJobOperator):
         self.source_alias = source_alias
         self.target_alias = target_alias
         self.isolation_level = isolation_level
+
+    def options_from_arguments(self) -> dict[str, Any]:
+        """The ``merge`` job's options, from the rendered arguments."""
+        return _merge_options(
+            source=self.source, on=self.on, merge_sql=self.merge_sql, when_matched=self.when_matched,
+            when_not_matched=self.when_not_matched, when_not_matched_by_source=self.when_not_matched_by_source,
+            schema_evolution=self.schema_evolution, source_alias=self.source_alias,
+            target_alias=self.target_alias, isolation_level=self.isolation_level,
+        )
+
+
+def _merge_options(
+    *, source: dict[str, Any] | None, on: str | None, merge_sql: str | None, when_matched: list[dict[str, Any]],
+    when_not_matched: list[dict[str, Any]], when_not_matched_by_source: list[dict[str, Any]],
+    schema_evolution: bool, source_alias: str, target_alias: str, isolation_level: str | None,
+) -> dict[str, Any]:
+    return _drop_none({
+        "source": source,
+        "on": on,
+        "merge_sql": merge_sql,
+        "when_matched": when_matched or None,
+        "when_not_matched": when_not_matched or None,
+        "when_not_matched_by_source": when_not_matched_by_source or None,
+        "schema_evolution": schema_evolution,
+        "source_alias": source_alias if merge_sql is None else None,
+        "target_alias": target_alias if merge_sql is None else None,
+        "isolation_level": isolation_level,
+    })
 
 
 class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
@@ -145,7 +177,10 @@ class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
         ... ])  # doctest: +SKIP
     """
 
-    template_fields: tuple[str, ...] = ("table", "job_options", "spark_conf", "app_id", "spark_conn_id")
+    template_fields: tuple[str, ...] = (*_BASE_FIELDS, "statements", "changes")
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        **DeltaSparkJobOperator.template_fields_renderers, "statements": "json", "changes": "json",
+    }
     ui_color = "#b3e0ea"
 
     def __init__(
@@ -157,10 +192,20 @@ class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
         isolation_level: str | None = None,
         **kwargs: Any,
     ) -> None:
-        options = _drop_none({
-            "statements": statements or None, "changes": changes or None, "isolation_level": isolation_level,
-        })
-        super().__init__(job="schema_evolve", table=table, job_options=options, **kwargs)
+        super().__init__(job="schema_evolve", table=table,
+                         job_options=_schema_options(statements, changes, isolation_level), **kwargs)
         self.statements = statements or []
         self.changes = changes or []
         self.isolation_level = isolation_level
+
+    def options_from_arguments(self) -> dict[str, Any]:
+        """The ``schema_evolve`` job's options, from the rendered arguments."""
+        return _schema_options(self.statements, self.changes, self.isolation_level)
+
+
+def _schema_options(
+    statements: list[str] | None, changes: list[dict[str, Any]] | None, isolation_level: str | None
+) -> dict[str, Any]:
+    return _drop_none({
+        "statements": statements or None, "changes": changes or None, "isolation_level": isolation_level,
+    })

@@ -71,6 +71,20 @@ def test_operators_render_their_fields_and_a_retry_after_the_commit_landed_commi
     ]
     report = xcom_value("delta_merge_operators", run.run_id, "report")
     assert (report["version"], report["committed"], report["alreadyCommitted"]) == (3, False, True)
+    upsert = rendered_fields(run, "upsert")  # what the UI's "Rendered Template" shows, field by field
+    assert upsert["on"] == "target.id = source.id AND source.id >= 0"
+    assert upsert["source"] == {"path": f"{tmp_path}/batch.parquet", "format": "parquet"}
+    assert "job_options" not in upsert
+    assert rendered_fields(run, "evolve")["statements"] == ["ALTER TABLE t ADD COLUMNS (tier STRING AFTER name)"]
+
+
+def rendered_fields(run: Any, task_id: str) -> dict[str, Any]:
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+
+    (ti,) = [ti for ti in run.get_task_instances() if ti.task_id == task_id]
+    fields = RenderedTaskInstanceFields.get_templated_fields(ti)
+    assert fields is not None, f"no rendered fields stored for {task_id}"
+    return fields
 
 
 @pytest.mark.parametrize(
