@@ -235,8 +235,8 @@ class SeaweedS3:
             # Disk-space rules that hold on a nearly full disk: a fixed number of (sparse) volume slots
             # (left to weed, it divides the free space by the volume size and registered none with
             # 2.7 GB free), and read-only only below an absolute floor (weed's default is 1 % of the
-            # disk: 2.5 GB of a 252 GB disk, so every PUT failed with 1.9 GB free). ``weed mini`` fixes
-            # the 1 %, hence ``weed server``.
+            # disk: 2.5 GB of a 252 GB disk, so every PUT failed with 1.9 GB free). ``weed mini``
+            # hard-codes the 1 % (no flag), hence ``weed server``.
             "-volume.max=64",
             f"-volume.minFreeSpace={self.min_free_space}",
         ]
@@ -257,8 +257,6 @@ class SeaweedS3:
         env = dict(os.environ)
         env.update(
             {
-                "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-                "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
                 "TMPDIR": str(self.base_dir / "tmp"),
                 "HOME": str(self.base_dir),
             }

@@ -81,9 +81,6 @@ class FileRows(ABC):
     def rows(self, f: int) -> tuple[pa.Table, np.ndarray, np.ndarray]:
         """File ``f``'s rows, and its pairs: (row positions in the file, source rows)."""
 
-    def release(self, f: int) -> None:  # noqa: B027 - optional: only rows held in memory are released
-        """File ``f`` is done: its rows may be freed."""
-
     def probed(self, *, failed: bool) -> None:  # noqa: B027 - optional: only probing files counts them
         """A job has the pairs of its files (or failed getting them)."""
 

@@ -114,7 +114,6 @@ def _rewrite_files(run: _Run, group: Sequence[int]) -> _Piece:
             data += [left, *found.updated_tables]
             if run.record_changes:
                 changes += found.change_rows(part)
-        run.rows.release(f)
     del loaded
     rows = pa.concat_tables(data) if data else None
     if rows is not None and rows.num_rows:
