@@ -23,6 +23,7 @@ __all__ = ["DeltaMergeWithEvolutionOperator", "DeltaSchemaEvolveOperator"]
 # The base operator's templated fields but ``job_options``: these operators render their own arguments.
 _BASE_FIELDS = tuple(f for f in DeltaSparkJobOperator.template_fields if f != "job_options")
 
+
 def _drop_none(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if v is not None}
 
