@@ -256,3 +256,77 @@ def protocol_for_metadata(
     if needed <= have:
         return None
     return minimal_protocol(needed, base=protocol)
+
+
+#: (reader, writer) versions of each legacy feature (PROTOCOL.md "Table Features"); a table feature
+#: that is not legacy needs (3, 7) when it is a reader-writer feature, (1, 7) otherwise.
+_LEGACY_FEATURE_VERSIONS: dict[str, tuple[int, int]] = {
+    "appendOnly": (1, 2), "invariants": (1, 2), "checkConstraints": (1, 3), "changeDataFeed": (1, 4),
+    "generatedColumns": (1, 4), "columnMapping": (2, 5), "identityColumns": (1, 6),
+}
+
+
+def _legacy_implied(reader: int, writer: int) -> frozenset[str]:
+    """The features a legacy protocol (writer below 7) implies: those its two versions both reach."""
+    return frozenset(f for f, (r, w) in _LEGACY_FEATURE_VERSIONS.items() if r <= reader and w <= writer)
+
+
+def _feature_versions(feature: str) -> tuple[int, int]:
+    if feature in _LEGACY_FEATURE_VERSIONS:
+        return _LEGACY_FEATURE_VERSIONS[feature]
+    return (3, 7) if feature in READER_WRITER_FEATURES else (1, 7)
+
+
+def normalized_protocol(features: Iterable[str]) -> Protocol:
+    """The weakest protocol that lists exactly ``features`` (Delta's ``Protocol.normalized``).
+
+    The versions are the largest each feature needs; when the legacy protocol of those versions implies
+    exactly ``features`` it is that legacy protocol, otherwise writer 7 with the features listed (and
+    reader 3 with the reader-writer features listed when one of them is not legacy).
+    """
+    wanted = frozenset(features)
+    reader = max([1, *(_feature_versions(f)[0] for f in wanted)])
+    writer = max([1, *(_feature_versions(f)[1] for f in wanted)])
+    if writer < 7 and _legacy_implied(reader, writer) == wanted:
+        return Protocol(reader, writer)
+    readers = frozenset(f for f in wanted if f in READER_WRITER_FEATURES) if reader >= 3 else None
+    return Protocol(reader, 7, readers, wanted)
+
+
+def protocol_for_versions(current: Protocol, reader: int, writer: int, *, location: str = "") -> Protocol | None:
+    """The protocol ``SET TBLPROPERTIES ('delta.minReaderVersion' = r, 'delta.minWriterVersion' = w)`` leads to.
+
+    Delta merges the requested versions into the current protocol (``Protocol.merge``): the features the
+    table has plus those the requested legacy versions imply, written in the weakest form
+    (:func:`normalized_protocol`). Asking for reader 3 / writer 7 therefore adds no feature: a legacy table
+    keeps its protocol (delta-spark 4.4 commits no protocol action then), and features are added by name
+    (``delta.feature.<name>``) or by the property that needs them. None means the protocol stays as is.
+
+    Raises:
+        InvalidPropertyError: reader version 3 without writer version 7 (Delta's
+            ``DELTA_READ_FEATURE_PROTOCOL_REQUIRES_WRITE``).
+    """
+    reader, writer = max(reader, current.min_reader_version), max(writer, current.min_writer_version)
+    if reader >= 3 and writer < 7:
+        where = f" of table {location!r}" if location else ""
+        raise InvalidPropertyError(
+            f"Cannot upgrade the reader version{where} to {reader}: reader version 3 (table features) needs "
+            f"writer version 7, found {writer}. Help: also set 'delta.minWriterVersion' = '7'.",
+            key="delta.minReaderVersion",
+        )
+    have = (writer_features(current) | reader_features(current) if current.min_writer_version >= 7
+            else _legacy_implied(current.min_reader_version, current.min_writer_version))
+    implied = _legacy_implied(min(reader, 2), writer) if writer < 7 else frozenset()
+    if implied <= have:
+        return None
+    return normalized_protocol(have | implied)
+
+
+def protocol_for_new_table(features: Iterable[str], reader: int, writer: int) -> Protocol:
+    """The protocol of a new table created with ``delta.minReaderVersion``/``delta.minWriterVersion``.
+
+    Delta (``Protocol.minProtocolComponentsFromMetadata``): the features the table needs plus those the
+    requested legacy versions imply, in the weakest form (a reader version of 3 counts only with writer 7).
+    """
+    implied = _legacy_implied(min(reader, 2), writer) if writer < 7 else frozenset()
+    return normalized_protocol(set(features) | implied)

@@ -521,6 +521,90 @@ def checkpoint_with_bad_values(table: Path, rng: random.Random, sentinels: Path)
                      names=(str(target["path"]),), details={"change": change})
 
 
+def _stats_struct(stats: list[str | None]) -> pa.Array:
+    """``stats_parsed`` from JSON stats: the same numbers as a struct (Arrow infers the field types)."""
+    parsed = [json.loads(s) if s else None for s in stats]
+    return pa.array([{k: v for k, v in p.items() if k in ("numRecords", "minValues", "maxValues", "nullCount")}
+                     if p else None for p in parsed])
+
+
+def _partitions_struct(values: list[Any], schema: dict[str, pa.DataType]) -> pa.Array:
+    """``partitionValues_parsed`` from the ``partitionValues`` maps, typed by the partition columns."""
+    columns = {name: [None if v is None else dict(v).get(name) for v in values] for name in schema}
+    arrays = []
+    for name, typ in schema.items():
+        text = pa.array(columns[name], pa.string())
+        try:
+            arrays.append(text.cast(typ))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            arrays.append(text)
+    return pa.StructArray.from_arrays(arrays, names=list(schema)) if arrays else pa.nulls(len(values), pa.struct([]))
+
+
+def restat_checkpoint(
+    path: Path, *, json_stats: bool, parsed_stats: bool, parsed_partitions: bool,
+    partition_types: dict[str, pa.DataType],
+) -> None:
+    """Rewrite one checkpoint part's ``add`` column with the chosen stats and partition value forms.
+
+    PROTOCOL.md "Checkpoint Schema": ``stats`` (JSON), ``stats_parsed`` and ``partitionValues_parsed``
+    are each optional (``delta.checkpoint.writeStatsAsJson`` / ``writeStatsAsStruct``); a reader must
+    take whichever is there.
+    """
+    data = pq.read_table(path)
+    if "add" not in data.column_names:
+        return
+    add = data.column("add").combine_chunks()
+    names = [f.name for f in add.type if f.name not in ("stats", "stats_parsed", "partitionValues_parsed")]
+    arrays = [add.field(n) for n in names]
+    stats = add.field("stats").to_pylist() if "stats" in {f.name for f in add.type} else [None] * len(add)
+    if json_stats:
+        names.append("stats")
+        arrays.append(pa.array(stats, pa.string()))
+    if parsed_stats and any(stats):
+        names.append("stats_parsed")
+        arrays.append(_stats_struct(stats))
+    if parsed_partitions and partition_types:
+        names.append("partitionValues_parsed")
+        arrays.append(_partitions_struct(add.field("partitionValues").to_pylist(), partition_types))
+    rebuilt = pa.StructArray.from_arrays(arrays, names=names, mask=add.is_null())
+    pq.write_table(data.set_column(data.column_names.index("add"), "add", rebuilt), path)
+
+
+def add_empty_checkpoint_part(table: Path) -> None:
+    """Split the newest checkpoint into parts with one empty part (a part without row groups' rows)."""
+    found = [p for p in checkpoints(table) if p.name.count(".") == 2]
+    if not found:
+        return
+    single = found[-1]
+    data = pq.read_table(single)
+    version = version_of(single)
+    single.unlink()
+    parts = [data.slice(0, 0), data]
+    for i, part in enumerate(parts, start=1):
+        pq.write_table(part, log_dir(table) / f"{version:020d}.checkpoint.{i:010d}.{len(parts):010d}.parquet")
+    hint = log_dir(table) / "_last_checkpoint"
+    if hint.exists():
+        info = json.loads(hint.read_text())
+        info["parts"] = len(parts)
+        hint.write_text(json.dumps(info))
+
+
+def checkpoint_stats_forms(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
+    found = checkpoints(table)
+    if not found:
+        return None
+    if rng.random() < 0.5:
+        add_empty_checkpoint_part(table)
+    json_stats, parsed_stats = rng.choice([(False, True), (True, True), (False, False)])
+    for part in checkpoints(table):
+        restat_checkpoint(part, json_stats=json_stats, parsed_stats=parsed_stats, parsed_partitions=False,
+                          partition_types={})
+    return _mutation("checkpoint-stats-forms", checkpoints(table)[0], "valid",
+                     "PROTOCOL.md: stats, stats_parsed and empty checkpoint parts are all allowed", same_rows=True,
+                     details={"json_stats": json_stats, "parsed_stats": parsed_stats})
+
+
 MUTATORS: dict[str, Callable[[Path, random.Random, Path], Mutation | None]] = {
     f.__name__.replace("_", "-"): f
     for f in [
@@ -547,5 +631,6 @@ MUTATORS: dict[str, Callable[[Path, random.Random, Path], Mutation | None]] = {
         truncate_checkpoint,
         checkpoint_without_column,
         checkpoint_with_bad_values,
+        checkpoint_stats_forms,
     ]
 }

@@ -17,7 +17,12 @@ import pyarrow as pa
 from airflow_provider_delta.core.actions import CommitInfo, Metadata, Protocol, action_to_dict
 from airflow_provider_delta.core.change_data import check_cdf_columns
 from airflow_provider_delta.core.log.paths import commit_path
-from airflow_provider_delta.core.properties import minimal_protocol, required_features, validate_properties
+from airflow_provider_delta.core.properties import (
+    minimal_protocol,
+    protocol_for_new_table,
+    required_features,
+    validate_properties,
+)
 from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.core.schema.arrow import from_arrow_schema
 from airflow_provider_delta.core.schema.mapping import assign_column_mapping, column_mapping_mode
@@ -33,6 +38,8 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.storage import Storage
 
 __all__ = ["create_table", "plan_table", "table_before_creation"]
+
+_MIN_READER, _MIN_WRITER = "delta.minReaderVersion", "delta.minWriterVersion"
 
 
 def _as_struct(schema: StructType | pa.Schema) -> StructType:
@@ -79,7 +86,11 @@ def plan_table(
     if column_mapping_mode(configuration) != "none":
         struct, max_id = assign_column_mapping(struct, 1)
         configuration["delta.columnMapping.maxColumnId"] = str(max_id)
-    protocol = minimal_protocol(required_features(struct, configuration))
+    # Delta turns the version properties into the protocol; they are not kept as properties.
+    versions = {k: int(configuration.pop(k)) for k in (_MIN_READER, _MIN_WRITER) if k in configuration}
+    features = required_features(struct, configuration)
+    protocol = (protocol_for_new_table(features, versions.get(_MIN_READER, 1), versions.get(_MIN_WRITER, 2))
+                if versions else minimal_protocol(features))
     check_writable(protocol, location=location)
     metadata = Metadata(
         id=str(uuid.uuid4()),

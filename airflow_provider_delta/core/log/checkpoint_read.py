@@ -277,7 +277,8 @@ def _read_parquet(
     with source:
         for batch in pf.iter_batches(batch_size=_BATCH_ROWS, columns=wanted, use_threads=False):
             yield pa.Table.from_batches([batch])
-        del batch
+            # Drop the batch before the next one is decoded (a part may also hold no batch at all).
+            del batch
         # Hand decoded pages back now: the allocator would otherwise keep them as the peak grows.
         pool.release_unused()
 

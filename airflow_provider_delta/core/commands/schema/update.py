@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import pyarrow as pa
 
 from airflow_provider_delta.core.actions import Protocol
-from airflow_provider_delta.core.properties import validate_properties
+from airflow_provider_delta.core.properties import protocol_for_versions, validate_properties
 from airflow_provider_delta.core.schema import ddl
 from airflow_provider_delta.core.schema import evolution as ev
 from airflow_provider_delta.core.schema.arrow import from_arrow_schema, from_arrow_type
@@ -366,18 +366,10 @@ class SchemaUpdate:
 
     # -- checks -----------------------------------------------------------------------------------
     def _requested_protocol(self) -> Protocol | None:
-        current = self._snapshot.protocol
-        reader = max(current.min_reader_version, self._versions.get(_MIN_READER, 0))
-        writer = max(current.min_writer_version, self._versions.get(_MIN_WRITER, 0))
-        if (reader, writer) == (current.min_reader_version, current.min_writer_version):
+        if not self._versions:
             return None
-        if reader >= 3 or writer >= 7:
-            raise SchemaEvolutionError(
-                f"Cannot upgrade the protocol of table {self._snapshot.location!r} to reader {reader} / writer "
-                f"{writer} by version number: table features are enabled one by one. Help: set "
-                "'delta.feature.<name>' = 'supported' (or the property that needs the feature)."
-            )
-        return Protocol(reader, writer)
+        return protocol_for_versions(self._snapshot.protocol, self._versions.get(_MIN_READER, 0),
+                                     self._versions.get(_MIN_WRITER, 0), location=self._snapshot.location)
 
     def _record(self, kind: str, key: str, *values: Any) -> None:
         if self._operations and self._operations[-1][0] == kind and kind in ("ADD COLUMNS", "DROP COLUMNS"):
