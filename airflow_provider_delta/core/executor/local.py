@@ -18,6 +18,7 @@ import pyarrow as pa
 from airflow_provider_delta.core.executor.base import DeleteOutcome, Executor, RewriteResult, delete_paths
 from airflow_provider_delta.core.parallel import MAX_THREADS, run_parallel
 from airflow_provider_delta.core.read.scan import add_file_reader, read_add_file
+from airflow_provider_delta.core.schema.arrow_input import arrow_table
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
@@ -140,10 +141,5 @@ def rewrite_bin(target: WriteTarget, files: Sequence[AddFile], layout: BinLayout
 
 
 def _as_table(data: Any) -> pa.Table:
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    if isinstance(data, pa.RecordBatchReader):
-        return data.read_all()
-    raise TypeError(f"Cannot write rows: the local executor takes a pyarrow.Table, found {type(data).__name__}")
+    # Every Arrow input (views, large types, dictionaries, readers, C-stream objects) in the engine's types.
+    return arrow_table(data, action="write rows")

@@ -141,11 +141,14 @@ def from_arrow_type(arrow_type: pa.DataType) -> DataType:
 
     Accepts the Arrow variants a Parquet or IPC reader may produce: large and view strings and
     binaries, fixed size binaries, large and fixed size lists, timestamps of any unit (time zone
-    aware -> ``timestamp``, naive -> ``timestamp_ntz``), dictionaries (their value type), and unsigned
-    integers up to 32 bits (widened to the next signed type).
+    aware -> ``timestamp``, naive -> ``timestamp_ntz``), dictionaries (their value type), unsigned
+    integers up to 32 bits (widened to the next signed type), ``float16`` (``float``) and ``date64``
+    (``date``).
 
     Raises:
-        SchemaError: if the Arrow type has no Delta equivalent (``uint64``, ``time64``, ...).
+        SchemaError: if the Arrow type has no Delta equivalent (``uint64``, whose values ``long`` cannot
+            all hold (delta-rs maps it to ``long``, Spark's Parquet reader to ``decimal(20,0)``),
+            ``time64``, ``duration``, ...).
     """
     return _from_arrow(arrow_type, ())
 

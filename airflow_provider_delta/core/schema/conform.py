@@ -228,6 +228,10 @@ def _conform_array(
         return pa.nulls(len(arr), target)
     if pa.types.is_dictionary(arr.type):
         return _conform_array(arr.dictionary_decode(), dt, target, mode, path)
+    if pa.types.is_run_end_encoded(arr.type):
+        return _conform_array(pc.run_end_decode(arr), dt, target, mode, path)
+    if isinstance(arr.type, pa.ExtensionType):
+        return _conform_array(arr.storage, dt, target, mode, path)
     if isinstance(dt, StructType):
         return _conform_struct(arr, dt, target, mode, path)
     if isinstance(dt, ArrayType):

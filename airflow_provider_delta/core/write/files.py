@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from airflow_provider_delta.core.actions import AddFile
 from airflow_provider_delta.core.partitions import encode_partition_value, partition_path
+from airflow_provider_delta.core.schema.arrow_input import arrow_table, physical_table
 from airflow_provider_delta.core.schema.arrow import from_arrow_type, to_arrow_schema
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import (
@@ -151,18 +152,11 @@ def write_data_files(
 
 
 def _tables(data: pa.Table | pa.RecordBatch | pa.RecordBatchReader) -> Iterator[pa.Table]:
-    if isinstance(data, pa.Table):
-        yield data
-    elif isinstance(data, pa.RecordBatch):
-        yield pa.Table.from_batches([data])
-    elif isinstance(data, pa.RecordBatchReader):
-        for batch in data:
-            yield pa.Table.from_batches([batch])
+    if isinstance(data, pa.RecordBatchReader):
+        for batch in data:  # a stream stays a stream: converted batch by batch
+            yield physical_table(pa.Table.from_batches([batch]))
     else:
-        raise TypeError(
-            f"Cannot write data of type {type(data).__name__!r}: expected a pyarrow Table, "
-            "RecordBatch or RecordBatchReader"
-        )
+        yield arrow_table(data, action="write data files")
 
 
 @dataclass(frozen=True)
@@ -456,8 +450,9 @@ def _coerce_map(arr: pa.Array, dt: MapType, target: pa.DataType, path: str, prob
     mask = arr.is_null() if arr.null_count else None
     result = pa.MapArray.from_arrays(_offsets(arr, mask), keys, items, type=target, mask=mask)
     if not dt.value_contains_null and len(result):
-        entries = pc.list_flatten(result.cast(pa.list_(target.value_field)))
-        if pc.struct_field(entries, [1]).null_count:
+        # The values of the valid maps only (a null map's slot may still span entries).
+        values = pc.list_flatten(pa.ListArray.from_arrays(_offsets(arr, mask), items, mask=mask))
+        if values.null_count:
             problems.append(f"column {path!r} does not allow null map values but has some")
     return result
 
@@ -648,7 +643,7 @@ class _FileWriter:
         if table.num_columns != len(self.file_schema):  # void columns are not written
             table = table.select([i for i, f in enumerate(table.schema) if not pa.types.is_null(f.type)])
         columns = [
-            pa.chunked_array([chunk.view(f.type) for chunk in column.chunks], type=f.type)
+            pa.chunked_array([_relabel(chunk, f.type) for chunk in column.chunks], type=f.type)
             for column, f in zip(table.columns, self.file_schema, strict=True)
         ]
         return pa.Table.from_arrays(columns, schema=self.file_schema)
@@ -672,3 +667,23 @@ class _FileWriter:
 
     def _delete(self, add: AddFile) -> None:
         self.storage.delete(decode_relative(add.path))
+
+
+def _relabel(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    """``arr`` with the file's names and field ids (same layout): a zero-copy view where Arrow allows one.
+
+    Arrow refuses to view a null struct whose NOT NULL child holds a placeholder null (a valid Delta
+    row: the field is null because its parent is); such levels are rebuilt around the same buffers.
+    """
+    if arr.type.equals(target, check_metadata=True):
+        return arr
+    try:
+        return arr.view(target)
+    except pa.ArrowInvalid:
+        if not pa.types.is_struct(target):
+            raise
+    fields = [target.field(i) for i in range(target.num_fields)]
+    children = [_relabel(arr.field(i), f.type) for i, f in enumerate(fields)]
+    mask = arr.is_null() if arr.null_count else None
+    return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from airflow_provider_delta.core.expressions import evaluate
+from airflow_provider_delta.core.schema.arrow_input import arrow_table
 from airflow_provider_delta.exceptions import MergeError
 
 if TYPE_CHECKING:
@@ -157,25 +158,14 @@ def _summary(values: pa.ChunkedArray, want_distinct: bool) -> KeySummary:
 
 
 def as_source_table(source: Any) -> pa.Table:
-    """The merge source as one Arrow table (a Table, RecordBatch, RecordBatchReader or dataset).
+    """The merge source as one Arrow table in the engine's types (see ``core.schema.arrow_input``).
 
     Raises:
-        MergeError: the source is of another type.
+        MergeError: the source is not Arrow data.
+        SchemaError: a source column's type has no Delta equivalent.
     """
-    if isinstance(source, pa.Table):
-        return source
-    if isinstance(source, pa.RecordBatch):
-        return pa.Table.from_batches([source])
-    if isinstance(source, pa.RecordBatchReader):
-        return source.read_all()
-    if isinstance(source, ds.Dataset):
-        return source.to_table()
-    if hasattr(source, "__arrow_c_stream__"):
-        return pa.RecordBatchReader.from_stream(source).read_all()
-    raise MergeError(
-        f"Cannot merge from a source of type {type(source).__name__!r}: expected a pyarrow Table, "
-        "RecordBatch, RecordBatchReader or dataset"
-    )
+    # The one normalisation of Arrow input: view, large and dictionary types become the engine's types.
+    return arrow_table(source, action="merge", error=MergeError)
 
 
 def as_merge_source(source: Any) -> MergeSource:
