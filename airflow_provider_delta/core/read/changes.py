@@ -67,6 +67,7 @@ from airflow_provider_delta.core.read.deletion_vectors import (
 )
 from airflow_provider_delta.core.read.scan import ScanPlan, read_file
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
+from airflow_provider_delta.core.schema.conform import as_schema
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
@@ -684,7 +685,7 @@ def read_change_file(read: TableLayout, change: ChangeFileRead) -> pa.Table:
     rows = rows.append_column("_commit_version", pa.array(np.full(n, change.version, dtype=np.int64)))
     stamps = pa.array(np.full(n, change.timestamp * 1000, dtype=np.int64)).cast(_TIMESTAMP)
     rows = rows.append_column("_commit_timestamp", stamps)
-    return rows.select(schema.names).cast(schema)
+    return as_schema(rows.select(schema.names), schema)
 
 
 def _read_commits(read: Snapshot, commits: Sequence[ChangeCommit], timeline: CommitTimeline) -> pa.Table:

@@ -26,7 +26,7 @@ from airflow_provider_delta.core.read.deletion_vectors import (
     read_deleted_rows,
 )
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema, to_arrow_type
-from airflow_provider_delta.core.schema.conform import conform_table
+from airflow_provider_delta.core.schema.conform import as_schema, conform_table
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.exceptions import DataFileError, SchemaError
@@ -265,7 +265,7 @@ def scan_to_arrow(snapshot: Snapshot, *, columns: Sequence[str] | None = None, f
     parts = run_parallel(lambda a: read_file(snapshot, a, plan, mode), plan.files)
     if not read_schema.names:
         return _empty_rows(sum(part.num_rows for part in parts))
-    tables = [part.select(read_schema.names).cast(read_schema) for part in parts]
+    tables = [as_schema(part.select(read_schema.names), read_schema) for part in parts]
     table = pa.concat_tables(tables) if tables else read_schema.empty_table()
     return plan.filter_rows(table).select(list(plan.columns))
 
@@ -299,7 +299,7 @@ def add_file_reader(snapshot: TableLayout, columns: Sequence[str] | None = None)
     names = list(plan.output_schema.names)
 
     def read(add: AddFile) -> pa.Table:
-        return read_file(snapshot, add, plan, mode).select(names).cast(plan.output_schema)
+        return as_schema(read_file(snapshot, add, plan, mode).select(names), plan.output_schema)
 
     return read
 

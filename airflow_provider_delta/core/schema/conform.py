@@ -204,6 +204,19 @@ def conform_array(
     return _conform_array(array, data_type, target, mode, ())
 
 
+def as_schema(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``table.cast(schema)``, without the cast when the types already are the schema's.
+
+    A cast validates the data, and Arrow refuses the placeholder null of a NOT NULL field inside a
+    null struct (valid Delta data: the field is null because its parent is).
+    """
+    if table.schema.equals(schema):
+        return table
+    if [f.type for f in table.schema] == [f.type for f in schema]:
+        return pa.Table.from_arrays(table.columns, schema=schema)
+    return table.cast(schema)
+
+
 def null_table(schema: StructType, num_rows: int) -> pa.Table:
     """Return a table of ``num_rows`` rows, all null, with the schema ``to_arrow_schema(schema)``.
 
@@ -303,20 +316,37 @@ def _conform_struct(
 
 
 def _as_list(arr: pa.Array, dt: DataType, path: tuple[str, ...]) -> pa.Array:
-    t = pa.types
-    if t.is_list(arr.type):
+    if pa.types.is_list(arr.type):
         return arr
-    if (
-        t.is_large_list(arr.type)
-        or t.is_fixed_size_list(arr.type)
-        or t.is_list_view(arr.type)
-        or (t.is_large_list_view(arr.type))
-    ):
+    if is_any_list(arr.type):
         try:
-            return pc.cast(arr, pa.list_(arr.type.value_field))
+            return as_list_array(arr)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
             raise _mismatch(path, arr, dt, str(err)) from err
     raise _mismatch(path, arr, dt, "expected a list")
+
+
+def is_any_list(t: pa.DataType) -> bool:
+    """Whether ``t`` is one of Arrow's list layouts (list, large, fixed-size, list-view, large list-view)."""
+    return bool(pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+                or pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
+
+
+def as_list_array(arr: pa.Array) -> pa.Array:
+    """A large, fixed-size or view list array as a ``list`` array with the same items and nulls.
+
+    Built from the lengths and the flattened items: pyarrow 26's cast of a list-view with nulls to a
+    list yields an invalid array.
+
+    Raises:
+        pyarrow.ArrowInvalid: more than 2**31 - 1 items in all.
+    """
+    if pa.types.is_list(arr.type):
+        return arr
+    lengths = pc.fill_null(pc.list_value_length(arr), 0).cast(pa.int32())
+    offsets = pa.concat_arrays([pa.array([0], pa.int32()), pc.cumulative_sum(lengths).cast(pa.int32())])
+    mask = arr.is_null() if arr.null_count else None
+    return pa.ListArray.from_arrays(offsets, pc.list_flatten(arr), type=pa.list_(arr.type.value_field), mask=mask)
 
 
 def _conform_list(
@@ -359,9 +389,12 @@ def _conform_map(
 
 
 __all__ = [
+    "as_list_array",
+    "as_schema",
     "conform_array",
     "conform_batch",
     "conform_table",
+    "is_any_list",
     "matching_file_columns",
     "null_table",
 ]

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import decimal
 import functools
 import string
 import unicodedata
@@ -36,6 +37,7 @@ from airflow_provider_delta.core.actions import AddFile
 from airflow_provider_delta.core.partitions import encode_partition_value, partition_path
 from airflow_provider_delta.core.schema.arrow_input import arrow_table, physical_table
 from airflow_provider_delta.core.schema.arrow import from_arrow_type, to_arrow_schema
+from airflow_provider_delta.core.schema.conform import as_list_array, is_any_list
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
@@ -423,11 +425,9 @@ def _check_no_nulls(values: pa.Array, parent_valid: pa.Array | None, path: str, 
 def _coerce_list(
     arr: pa.Array, dt: ArrayType, target: pa.DataType, path: str, problems: list[str]
 ) -> pa.Array:
-    t = pa.types
-    if t.is_large_list(arr.type) or t.is_fixed_size_list(arr.type) or "list_view" in str(arr.type):
-        arr = pc.cast(arr, pa.list_(arr.type.value_field))
-    elif not t.is_list(arr.type):
+    if not is_any_list(arr.type):
         return _mismatch(arr, dt, target, path, problems)
+    arr = as_list_array(arr)
     # offsets honour the slice and index into the full, unsliced values.
     values = _coerce(arr.values, dt.element_type, target.value_type, f"{path}.element", problems)
     mask = arr.is_null() if arr.null_count else None
@@ -670,20 +670,82 @@ class _FileWriter:
 
 
 def _relabel(arr: pa.Array, target: pa.DataType) -> pa.Array:
-    """``arr`` with the file's names and field ids (same layout): a zero-copy view where Arrow allows one.
+    """``arr`` with the file's names and field ids (same layout): a zero-copy view where possible.
 
-    Arrow refuses to view a null struct whose NOT NULL child holds a placeholder null (a valid Delta
-    row: the field is null because its parent is); such levels are rebuilt around the same buffers.
+    A NOT NULL field inside a null struct holds a placeholder null (a valid Delta row: the field is
+    null because its parent is). Arrow refuses to view it and Parquet refuses to write it, so such
+    levels are rebuilt around the same buffers, the placeholders given a value (never read).
     """
+    if _has_strict_struct(target) and _nested_nulls(arr):
+        return _rebuilt(arr, target)
     if arr.type.equals(target, check_metadata=True):
         return arr
-    try:
-        return arr.view(target)
-    except pa.ArrowInvalid:
-        if not pa.types.is_struct(target):
-            raise
-    fields = [target.field(i) for i in range(target.num_fields)]
-    children = [_relabel(arr.field(i), f.type) for i, f in enumerate(fields)]
-    mask = arr.is_null() if arr.null_count else None
-    return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    return arr.view(target)
 
+
+@functools.lru_cache(maxsize=256)
+def _has_strict_struct(t: pa.DataType) -> bool:
+    """Whether a struct with a NOT NULL field is somewhere in ``t``."""
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        return any(not f.nullable or _has_strict_struct(f.type) for f in fields)
+    if pa.types.is_map(t):
+        return _has_strict_struct(t.key_type) or _has_strict_struct(t.item_type)
+    if pa.types.is_list(t):
+        return _has_strict_struct(t.value_type)
+    return False
+
+
+def _nested_nulls(arr: pa.Array) -> bool:
+    if pa.types.is_struct(arr.type):
+        return bool(arr.null_count) or any(_nested_nulls(arr.field(i)) for i in range(arr.type.num_fields))
+    if pa.types.is_map(arr.type):
+        return _nested_nulls(arr.keys) or _nested_nulls(arr.items)
+    if pa.types.is_list(arr.type):
+        return _nested_nulls(arr.values)
+    return False
+
+
+def _rebuilt(arr: pa.Array, target: pa.DataType) -> pa.Array:
+    mask = arr.is_null() if arr.null_count else None
+    if pa.types.is_struct(target):
+        fields = [target.field(i) for i in range(target.num_fields)]
+        children = []
+        for i, f in enumerate(fields):
+            child = arr.field(i)
+            if not f.nullable and child.null_count:  # only under null parents (conform checked the rest)
+                child = _placeholders(child)
+            children.append(_relabel(child, f.type))
+        return pa.StructArray.from_arrays(children, fields=fields, mask=mask)
+    if pa.types.is_map(target):
+        keys, items = _relabel(arr.keys, target.key_type), _relabel(arr.items, target.item_type)
+        return pa.MapArray.from_arrays(_offsets(arr, mask), keys, items, type=target, mask=mask)
+    values = _relabel(arr.values, target.value_type)
+    return pa.ListArray.from_arrays(_offsets(arr, mask), values, type=target, mask=mask)
+
+
+def _placeholders(arr: pa.Array) -> pa.Array:
+    """``arr`` without nulls: a null struct becomes a struct of placeholders, a null list an empty one."""
+    t = arr.type
+    if pa.types.is_struct(t):
+        fields = [t.field(i) for i in range(t.num_fields)]
+        children = [_placeholders(arr.field(i)) if not f.nullable and arr.field(i).null_count else arr.field(i)
+                    for i, f in enumerate(fields)]
+        return pa.StructArray.from_arrays(children, fields=fields)
+    if pa.types.is_map(t) or pa.types.is_list(t):
+        return pc.fill_null(arr, pa.scalar([], t))
+    return pc.fill_null(arr, _placeholder_value(t))
+
+
+def _placeholder_value(t: pa.DataType) -> pa.Scalar:
+    if pa.types.is_string(t):
+        return pa.scalar("", t)
+    if pa.types.is_binary(t):
+        return pa.scalar(b"", t)
+    if pa.types.is_boolean(t):
+        return pa.scalar(False, t)
+    if pa.types.is_decimal(t):
+        return pa.scalar(decimal.Decimal(0), t)
+    if pa.types.is_date32(t):
+        return pa.scalar(0, pa.int32()).cast(t)
+    return pa.scalar(0, pa.int64()).cast(t)
