@@ -202,7 +202,15 @@ def required_features(schema: StructType, configuration: Mapping[str, str]) -> s
         features.add("rowTracking")
     if _needs_timestamp_ntz(schema):
         features.add("timestampNtz")
+    # Delta's GeneratedColumn/IdentityColumn/Invariants features: enabled by the schema's metadata.
+    for key, feature in _METADATA_FEATURES.items():
+        if any(key in f.metadata for _, f in schema.walk()):
+            features.add(feature)
     return features
+
+
+_METADATA_FEATURES = {"delta.generationExpression": "generatedColumns", "delta.identity.start": "identityColumns",
+                      "delta.invariants": "invariants"}
 
 
 _LEGACY_WRITER: tuple[tuple[int, frozenset[str]], ...] = (

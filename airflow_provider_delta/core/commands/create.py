@@ -25,7 +25,11 @@ from airflow_provider_delta.core.properties import (
 )
 from airflow_provider_delta.core.protocol import check_writable
 from airflow_provider_delta.core.schema.arrow import from_arrow_schema
-from airflow_provider_delta.core.schema.mapping import assign_column_mapping, column_mapping_mode
+from airflow_provider_delta.core.schema.mapping import (
+    assign_column_mapping,
+    column_mapping_mode,
+    without_column_mapping,
+)
 from airflow_provider_delta.core.schema.types import StructType
 from airflow_provider_delta.core.session import write_defaults
 from airflow_provider_delta.core.snapshot import Snapshot
@@ -46,7 +50,8 @@ def _as_struct(schema: StructType | pa.Schema) -> StructType:
     if isinstance(schema, StructType):
         return schema
     if isinstance(schema, pa.Schema):
-        return from_arrow_schema(schema)
+        # Field metadata is kept as Delta keeps it: comments, generation and identity keys, user keys.
+        return from_arrow_schema(schema, with_metadata=True)
     raise SchemaError(f"Cannot create table: schema must be a StructType or pyarrow.Schema, found {type(schema)!r}")
 
 
@@ -84,8 +89,11 @@ def plan_table(
         partitions.append(f.name)
     check_cdf_columns(struct, configuration)
     if column_mapping_mode(configuration) != "none":
-        struct, max_id = assign_column_mapping(struct, 1)
+        struct, max_id = assign_column_mapping(struct, 1)  # ids and physical names given are kept
         configuration["delta.columnMapping.maxColumnId"] = str(max_id)
+    else:
+        # Delta (DeltaColumnMapping.verifyAndUpdateMetadataChange) strips them from a new table's schema.
+        struct = without_column_mapping(struct)
     # Delta turns the version properties into the protocol; they are not kept as properties.
     versions = {k: int(configuration.pop(k)) for k in (_MIN_READER, _MIN_WRITER) if k in configuration}
     features = required_features(struct, configuration)

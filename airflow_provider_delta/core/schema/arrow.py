@@ -15,6 +15,9 @@ column mapping id as ``PARQUET:field_id`` metadata, which is how pyarrow writes 
 
 from __future__ import annotations
 
+import json
+from typing import TYPE_CHECKING, Any
+
 import pyarrow as pa
 
 from airflow_provider_delta.core.schema.mapping import field_id, physical_name
@@ -42,6 +45,9 @@ from airflow_provider_delta.core.schema.types import (
     UnsupportedType,
 )
 from airflow_provider_delta.exceptions import SchemaError, UnsupportedFeatureError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 PARQUET_FIELD_ID_KEY = b"PARQUET:field_id"
 
@@ -158,7 +164,7 @@ def _unconvertible(arrow_type: pa.DataType, path: tuple[str, ...], reason: str) 
     return SchemaError(f"Cannot convert {where} to Delta: {reason}")
 
 
-def _from_arrow(arrow_type: pa.DataType, path: tuple[str, ...]) -> DataType:
+def _from_arrow(arrow_type: pa.DataType, path: tuple[str, ...], keep: bool = False) -> DataType:
     t = pa.types
     for predicate, delta_type in _SIMPLE_FROM_ARROW:
         if predicate(arrow_type):
@@ -172,25 +178,74 @@ def _from_arrow(arrow_type: pa.DataType, path: tuple[str, ...]) -> DataType:
         return DecimalType(arrow_type.precision, arrow_type.scale)
     if t.is_struct(arrow_type):
         fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
-        return StructType(tuple(_from_arrow_field(f, (*path, f.name)) for f in fields))
+        return StructType(tuple(_from_arrow_field(f, (*path, f.name), keep) for f in fields))
     if t.is_map(arrow_type):
         return MapType(
-            _from_arrow(arrow_type.key_type, (*path, "key")),
-            _from_arrow(arrow_type.item_type, (*path, "value")),
+            _from_arrow(arrow_type.key_type, (*path, "key"), keep),
+            _from_arrow(arrow_type.item_type, (*path, "value"), keep),
             arrow_type.item_field.nullable,
         )
     if _is_any_list(arrow_type):
         value_field = arrow_type.value_field
-        return ArrayType(_from_arrow(value_field.type, (*path, "element")), value_field.nullable)
+        return ArrayType(_from_arrow(value_field.type, (*path, "element"), keep), value_field.nullable)
     if t.is_dictionary(arrow_type) or t.is_run_end_encoded(arrow_type):
-        return _from_arrow(arrow_type.value_type, path)
+        return _from_arrow(arrow_type.value_type, path, keep)
     if isinstance(arrow_type, pa.ExtensionType):
-        return _from_arrow(arrow_type.storage_type, path)
+        return _from_arrow(arrow_type.storage_type, path, keep)
     raise _unconvertible(arrow_type, path, f"Arrow type {arrow_type} has no Delta equivalent")
 
 
-def _from_arrow_field(arrow_field: pa.Field, path: tuple[str, ...]) -> StructField:
-    return StructField(arrow_field.name, _from_arrow(arrow_field.type, path), arrow_field.nullable)
+def _from_arrow_field(arrow_field: pa.Field, path: tuple[str, ...], keep: bool = False) -> StructField:
+    data_type = _from_arrow(arrow_field.type, path, keep)
+    metadata = field_metadata(arrow_field.metadata, path) if keep and arrow_field.metadata else {}
+    return StructField(arrow_field.name, data_type, arrow_field.nullable, metadata)
+
+
+#: Delta field metadata keys whose values are not strings (Delta's ``DeltaColumnMapping``,
+#: ``IdentityColumn``, ``TypeWideningMetadata``): an Arrow field carries every value as a string.
+_LONG_KEYS = frozenset({"delta.columnMapping.id", "parquet.field.id", "delta.identity.start",
+                        "delta.identity.step", "delta.identity.highWaterMark"})
+_BOOL_KEYS = frozenset({"delta.identity.allowExplicitInsert"})
+_JSON_KEYS = frozenset({"delta.typeChanges", "delta.columnMapping.nested.ids", "parquet.field.nested.ids"})
+#: Arrow/Parquet reader keys, not column metadata (``PARQUET:field_id`` is how pyarrow reads field ids).
+_ARROW_ONLY_KEYS = frozenset({"PARQUET:field_id"})
+
+
+def field_metadata(arrow_metadata: Mapping[bytes | str, bytes | str], path: tuple[str, ...] = ()) -> dict[str, Any]:
+    """The Delta column metadata of an Arrow field's metadata (what ``DeltaTable.create`` keeps).
+
+    As delta-rs and Delta Lake do, every key is kept (``comment``, ``delta.generationExpression``,
+    ``delta.identity.*``, ``delta.columnMapping.*``, user keys), values as strings except the Delta keys
+    whose values are numbers, booleans or JSON. pyarrow's own ``PARQUET:field_id`` is left out.
+
+    Raises:
+        SchemaError: a typed Delta key holds a value of another type (``delta.identity.step = 'x'``).
+    """
+    out: dict[str, Any] = {}
+    for raw_key, raw_value in arrow_metadata.items():
+        key = raw_key.decode() if isinstance(raw_key, bytes) else raw_key
+        value = raw_value.decode() if isinstance(raw_value, bytes) else raw_value
+        if key in _ARROW_ONLY_KEYS:
+            continue
+        try:
+            out[key] = _typed_value(key, value)
+        except ValueError:
+            where = f"field {'.'.join(path)!r}" if path else "a field"
+            raise SchemaError(f"Cannot take the metadata of {where}: {key!r} = {value!r} is not a valid value "
+                              "for that key") from None
+    return out
+
+
+def _typed_value(key: str, value: str) -> Any:
+    if key in _LONG_KEYS:
+        return int(value)
+    if key in _BOOL_KEYS:
+        if value.lower() not in ("true", "false"):
+            raise ValueError(value)
+        return value.lower() == "true"
+    if key in _JSON_KEYS:
+        return json.loads(value)
+    return value
 
 
 def _is_any_list(arrow_type: pa.DataType) -> bool:
@@ -228,17 +283,20 @@ _SIMPLE_FROM_ARROW = (
 )
 
 
-def from_arrow_field(arrow_field: pa.Field) -> StructField:
-    """Return the Delta field of an Arrow field (name, type, nullability; metadata is not carried).
+def from_arrow_field(arrow_field: pa.Field, *, with_metadata: bool = False) -> StructField:
+    """Return the Delta field of an Arrow field (name, type, nullability; metadata with ``with_metadata``).
 
     Raises:
         SchemaError: if the field's type has no Delta equivalent.
     """
-    return _from_arrow_field(arrow_field, (arrow_field.name,))
+    return _from_arrow_field(arrow_field, (arrow_field.name,), with_metadata)
 
 
-def from_arrow_schema(arrow_schema: pa.Schema) -> StructType:
+def from_arrow_schema(arrow_schema: pa.Schema, *, with_metadata: bool = False) -> StructType:
     """Return the Delta schema of an Arrow schema (see :func:`from_arrow_type`).
+
+    With ``with_metadata`` the fields' metadata become Delta column metadata (:func:`field_metadata`),
+    at every nesting level: what ``DeltaTable.create`` does. Writes compare types only, so they leave it out.
 
     Example:
         >>> import pyarrow as pa
@@ -248,11 +306,12 @@ def from_arrow_schema(arrow_schema: pa.Schema) -> StructType:
     Raises:
         SchemaError: if a field's type has no Delta equivalent or two fields share a name.
     """
-    return StructType(tuple(from_arrow_field(f) for f in arrow_schema))
+    return StructType(tuple(from_arrow_field(f, with_metadata=with_metadata) for f in arrow_schema))
 
 
 __all__ = [
     "PARQUET_FIELD_ID_KEY",
+    "field_metadata",
     "from_arrow_field",
     "from_arrow_schema",
     "from_arrow_type",

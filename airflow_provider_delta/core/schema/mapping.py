@@ -267,8 +267,13 @@ def _assign_type(
     return dt
 
 
+def _is_mapping_key(key: str) -> bool:
+    # Delta's DeltaColumnMapping.COLUMN_MAPPING_METADATA_KEYS
+    return key.startswith("delta.columnMapping.") or key in ("parquet.field.id", "parquet.field.nested.ids")
+
+
 def without_column_mapping(schema: StructType) -> StructType:
-    """``schema`` without column mapping metadata (ids, physical names) at any depth.
+    """``schema`` without column mapping metadata (ids, physical names, Parquet field ids) at any depth.
 
     The schema as Delta on Spark shows it to users, and as a data frame's schema compares to it.
     """
@@ -277,7 +282,7 @@ def without_column_mapping(schema: StructType) -> StructType:
         if isinstance(dt, StructType):
             return StructType(tuple(
                 StructField(f.name, strip(f.type), f.nullable,
-                            {k: v for k, v in f.metadata.items() if not k.startswith("delta.columnMapping.")})
+                            {k: v for k, v in f.metadata.items() if not _is_mapping_key(k)})
                 for f in dt.fields
             ))
         if isinstance(dt, ArrayType):
