@@ -68,8 +68,9 @@ class DeltaCDFExportOperator(DeltaSparkJobOperator):
         initial_snapshot: begin with the table's snapshot as inserts.
         envelope: ``flat`` or ``debezium``; ``key_columns`` pair Debezium's update images (templated).
         sink_storage_options: object-store options of the sink.
-        register_watermark: register the export in the source for VACUUM (None: when the table
-            supports domain metadata; True: upgrade its protocol to; False: never).
+        register_watermark: register the export in the source for VACUUM (None: domain metadata when
+            the table supports it, else a registration file under ``_airflow_provider_delta/``;
+            True: domain metadata, upgrading the protocol if needed; False: never).
         engine: ``spark`` (spark-submit: executors read and write the files) or ``local`` (pyarrow in
             the worker, no Spark: small tables).
         emit_sink_asset: add the sink's asset (:func:`sink_asset`) to ``outlets``; its event's extra holds

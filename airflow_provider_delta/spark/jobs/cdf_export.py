@@ -43,7 +43,9 @@ JOB = JobDefinition(
                items=str),
         Option("sink_storage_options", dict, None, "Object-store options of the sink, when it is elsewhere."),
         Option("register_watermark", bool, None,
-               "Record the export's watermark in the source table so VACUUM keeps what it still needs."),
+               "Record the export's watermark in the source table so VACUUM keeps what it still needs "
+               "(None: domain metadata when the table supports it, else a registration file; True: domain "
+               "metadata, adding the feature; False: never)."),
     ),
     engines=("spark", "local"),
 )

@@ -31,6 +31,7 @@ from airflow_provider_delta.core.commands.cdf_export.watermarks import (
     files_needed_by_exporters,
     refuse_if_exporters_need,
     register_exporter,
+    register_exporter_file,
     registered_exporters,
     unregister_exporter,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "files_needed_by_exporters",
     "refuse_if_exporters_need",
     "register_exporter",
+    "register_exporter_file",
     "registered_exporters",
     "unregister_exporter",
 ]

@@ -107,9 +107,10 @@ def export_changes(
             ``_commit_timestamp``) or ``debezium`` (``before``, ``after``, ``op``, ``source``, ``ts_ms``).
         key_columns: the columns identifying a row (required by ``debezium``).
         storage_options, sink_storage_options: object-store options of the source and the sink.
-        register_watermark: register the export in the source table for VACUUM (a domainMetadata
-            commit): None registers when the table supports domain metadata, True also upgrades its
-            protocol to support it, False never registers.
+        register_watermark: register the export in the source table so VACUUM keeps what it still
+            needs. None (default): a domainMetadata commit when the table supports domain metadata,
+            else a registration file under ``_airflow_provider_delta/cdf_exports/`` (no commit, no
+            protocol change); True: domain metadata, upgrading the protocol if needed; False: never.
         engine: where the data work runs (default: :class:`LocalExportEngine`).
 
     Returns:
@@ -172,11 +173,15 @@ def _register(
     """Register (or move) the exporter's watermark when allowed; whether it is registered afterwards."""
     if mode is False:
         return False
+    latest = latest.advance()
     if mode is None and not watermarks.supports_domain_metadata(latest):
-        log.info("Table %s does not support domain metadata: export %r is not registered for VACUUM "
-                 "(set 'delta.feature.domainMetadata' = 'supported' to register it)", latest.location, name)
-        return False
-    current = _registration(latest.advance(), sink, name)
+        # No domain metadata and no protocol upgrade asked for: a registration file (no commit), which
+        # protects the same files from VACUUM; it moves with every run (a file write is cheap).
+        current = _registration(latest, sink, name)
+        if current is None or (not only_if_absent and current.version != version):
+            watermarks.register_exporter_file(latest, sink=sink, name=name, format=fmt, version=version)
+        return True
+    current = _registration(latest, sink, name)
     if current is not None and (only_if_absent or time.time() * 1000 - current.updated_at < REGISTRATION_REFRESH_MS):
         return True
     try:

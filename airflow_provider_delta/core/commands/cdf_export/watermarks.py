@@ -12,10 +12,16 @@ vectors). ``vacuum(respect_exports=True)`` passes the files it would delete to
 :func:`refuse_if_exporters_need`, which raises :class:`~airflow_provider_delta.exceptions.ExportWatermarkError`
 naming the exporter and its version: a lagging export fails loudly instead of losing rows.
 
-Registering needs the ``domainMetadata`` writer feature. It is not added silently: a table gets it
-with ``ALTER TABLE t SET TBLPROPERTIES ('delta.feature.domainMetadata' = 'supported')`` or with
-``register_exporter(..., upgrade_protocol=True)``. Writers that lack the feature (delta-rs 1.6, Delta
-Lake before 3.0) can no longer write such a table.
+A domain-metadata registration needs the ``domainMetadata`` writer feature. It is not added silently:
+a table gets it with ``ALTER TABLE t SET TBLPROPERTIES ('delta.feature.domainMetadata' = 'supported')``
+or with ``register_exporter(..., upgrade_protocol=True)``. Writers that lack the feature (delta-rs 1.6,
+Delta Lake before 3.0) can no longer write such a table. A table without the feature keeps the same
+protection through a *registration file*: ``_airflow_provider_delta/cdf_exports/<id>.json`` under the
+table root, holding the same configuration (:func:`register_exporter_file`). The folder's name starts
+with ``_``, so Delta Lake's VACUUM (``DeltaTableUtils.isHiddenDirectory``), delta-rs's and this
+engine's never list or delete it, and no reader takes it for data; the log and the protocol are not
+touched. :func:`registered_exporters` reads both kinds; where an exporter has both, the lower version
+counts.
 
 Example:
     >>> registered_exporters(DeltaTable("/data/events").snapshot)  # doctest: +SKIP
@@ -58,7 +64,9 @@ __all__ = [
     "exporter_domain",
     "files_needed_by_exporters",
     "refuse_if_exporters_need",
+    "REGISTRY_DIR",
     "register_exporter",
+    "register_exporter_file",
     "registered_exporters",
     "supports_domain_metadata",
     "unregister_exporter",
@@ -66,6 +74,8 @@ __all__ = [
 
 DOMAIN_PREFIX = "airflow_provider_delta.cdfExport."
 OPERATION = "CDF EXPORT WATERMARK"
+#: Registration files of tables without domain metadata (a ``_`` folder: VACUUM never enters it).
+REGISTRY_DIR = "_airflow_provider_delta/cdf_exports"
 
 
 def exporter_domain(sink: str, name: str) -> str:
@@ -101,24 +111,72 @@ def supports_domain_metadata(snapshot: Snapshot) -> bool:
 
 
 def registered_exporters(snapshot: Snapshot) -> list[RegisteredExporter]:
-    """The exporters registered in ``snapshot``'s table, lowest watermark first.
+    """The exporters registered in ``snapshot``'s table (domain metadata and files), lowest watermark first.
 
     Example:
         >>> [e.version for e in registered_exporters(table.snapshot)]  # doctest: +SKIP
         [12, 41]
     """
+    found: dict[str, RegisteredExporter] = {}
+    entries = [(domain, dm.configuration) for domain, dm in snapshot.domain_metadata.items()
+               if domain.startswith(DOMAIN_PREFIX)]
+    for domain, text in [*entries, *_registration_files(snapshot)]:
+        exporter = _parse(domain, text)
+        if exporter is not None and (domain not in found or exporter.version < found[domain].version):
+            found[domain] = exporter
+    return sorted(found.values(), key=lambda e: (e.version, e.domain))
+
+
+def _parse(domain: str, text: str | bytes) -> RegisteredExporter | None:
+    try:
+        conf: dict[str, Any] = orjson.loads(text)
+        return RegisteredExporter(domain, str(conf.get("name", "")), str(conf.get("sink", "")),
+                                  str(conf.get("format", "")), int(conf["version"]), int(conf.get("updatedAt", 0)))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None  # not ours to judge: an unreadable entry protects nothing and breaks nothing
+
+
+def _registration_file(domain: str) -> str:
+    return f"{REGISTRY_DIR}/{domain[len(DOMAIN_PREFIX):]}.json"
+
+
+def _registration_files(snapshot: Snapshot) -> list[tuple[str, bytes]]:
+    """(domain, configuration) of every registration file of the table."""
+    storage = snapshot.storage
+    names = [f.name for f in storage.list_dir(REGISTRY_DIR) if f.name.endswith(".json")]
     out = []
-    for domain, dm in snapshot.domain_metadata.items():
-        if not domain.startswith(DOMAIN_PREFIX):
-            continue
+    for name in names:
         try:
-            conf: dict[str, Any] = orjson.loads(dm.configuration)
-            out.append(RegisteredExporter(domain, str(conf.get("name", "")), str(conf.get("sink", "")),
-                                          str(conf.get("format", "")), int(conf["version"]),
-                                          int(conf.get("updatedAt", 0))))
-        except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-            continue  # not ours to judge: an unreadable entry protects nothing and breaks nothing
-    return sorted(out, key=lambda e: (e.version, e.domain))
+            out.append((DOMAIN_PREFIX + name[: -len(".json")], storage.read_bytes(f"{REGISTRY_DIR}/{name}")))
+        except FileNotFoundError:
+            continue  # unregistered meanwhile
+    return out
+
+
+def register_exporter_file(
+    snapshot: Snapshot, *, sink: str, name: str, format: str, version: int,  # noqa: A002 - the option's name
+) -> str:
+    """Record (or move) the exporter's watermark in a registration file of the table (no commit).
+
+    For tables without the ``domainMetadata`` feature: the file lives under :data:`REGISTRY_DIR`, which
+    VACUUM never lists, and vacuum honours it exactly as a domain-metadata registration.
+
+    Returns:
+        The file's path, relative to the table root.
+    """
+    path = _registration_file(exporter_domain(sink, name))
+    configuration = {"name": name, "sink": sink, "format": format, "version": version,
+                     "updatedAt": int(time.time() * 1000)}
+    snapshot.storage.write(path, orjson.dumps(configuration))
+    return path
+
+
+def _drop_registration_file(snapshot: Snapshot, domain: str) -> bool:
+    path = _registration_file(domain)
+    if not snapshot.storage.exists(path):
+        return False
+    snapshot.storage.delete(path)
+    return True
 
 
 def register_exporter(
@@ -152,14 +210,23 @@ def register_exporter(
         txn.update_protocol(minimal_protocol({"domainMetadata"}, base=latest.protocol))
     configuration = {"name": name, "sink": sink, "format": format, "version": version,
                      "updatedAt": int(time.time() * 1000)}
-    txn.set_domain_metadata(exporter_domain(sink, name), orjson.dumps(configuration).decode())
-    return txn.commit()
+    domain = exporter_domain(sink, name)
+    txn.set_domain_metadata(domain, orjson.dumps(configuration).decode())
+    version_committed = txn.commit()
+    _drop_registration_file(latest, domain)  # the table now has domain metadata: one registration
+    return version_committed
 
 
 def unregister_exporter(snapshot: Snapshot, *, sink: str, name: str) -> int | None:
-    """Remove the exporter's registration (a retired export stops protecting files); None when absent."""
+    """Remove the exporter's registration (a retired export stops protecting files); None when absent.
+
+    Returns:
+        The committed version when a domain-metadata registration was removed, else None (a
+        registration file is deleted without a commit).
+    """
     latest = snapshot.advance()
     domain = exporter_domain(sink, name)
+    _drop_registration_file(latest, domain)
     if domain not in latest.domain_metadata:
         return None
     txn = Transaction(latest, operation=OPERATION, operation_parameters={"name": name, "sink": sink})
