@@ -35,8 +35,8 @@ import pyarrow.parquet as pq
 
 from airflow_provider_delta.core.actions import AddFile
 from airflow_provider_delta.core.partitions import encode_partition_value, partition_path
-from airflow_provider_delta.core.schema.arrow_input import arrow_table, physical_table
 from airflow_provider_delta.core.schema.arrow import from_arrow_type, to_arrow_schema
+from airflow_provider_delta.core.schema.arrow_input import arrow_table, physical_table
 from airflow_provider_delta.core.schema.conform import as_list_array, is_any_list
 from airflow_provider_delta.core.schema.mapping import column_mapping_mode, physical_name
 from airflow_provider_delta.core.schema.types import (

@@ -59,12 +59,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DOMAIN_PREFIX",
+    "REGISTRY_DIR",
     "ExporterNeeds",
     "RegisteredExporter",
     "exporter_domain",
     "files_needed_by_exporters",
     "refuse_if_exporters_need",
-    "REGISTRY_DIR",
     "register_exporter",
     "register_exporter_file",
     "registered_exporters",
@@ -118,8 +118,11 @@ def registered_exporters(snapshot: Snapshot) -> list[RegisteredExporter]:
         [12, 41]
     """
     found: dict[str, RegisteredExporter] = {}
-    entries = [(domain, dm.configuration) for domain, dm in snapshot.domain_metadata.items()
-               if domain.startswith(DOMAIN_PREFIX)]
+    entries: list[tuple[str, str | bytes]] = [
+        (domain, dm.configuration)
+        for domain, dm in snapshot.domain_metadata.items()
+        if domain.startswith(DOMAIN_PREFIX)
+    ]
     for domain, text in [*entries, *_registration_files(snapshot)]:
         exporter = _parse(domain, text)
         if exporter is not None and (domain not in found or exporter.version < found[domain].version):

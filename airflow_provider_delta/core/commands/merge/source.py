@@ -22,7 +22,6 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 
 from airflow_provider_delta.core.expressions import evaluate
 from airflow_provider_delta.core.schema.arrow_input import arrow_table

@@ -26,7 +26,6 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import pyarrow as pa
 
-from airflow_provider_delta.core.actions import Protocol
 from airflow_provider_delta.core.properties import protocol_for_versions, validate_properties
 from airflow_provider_delta.core.schema import ddl
 from airflow_provider_delta.core.schema import evolution as ev
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
     from types import TracebackType
 
-    from airflow_provider_delta.core.actions import Metadata
+    from airflow_provider_delta.core.actions import Metadata, Protocol
     from airflow_provider_delta.core.schema.ddl import AlterStatement
     from airflow_provider_delta.core.snapshot import Snapshot
 
