@@ -164,7 +164,9 @@ def _build(values: list[Any], typ: pa.DataType) -> pa.Array:
 
 
 def _as_given(kind: Kind, values: list[Any], keys: list[int]) -> pa.Table:
-    return pa.table({"k": pa.array(keys, pa.int64()), "c": _build(values, kind.given)})
+    """The rows in two chunks (a chunked column) when there are at least two."""
+    table = pa.table({"k": pa.array(keys, pa.int64()), "c": _build(values, kind.given)})
+    return pa.concat_tables([table.slice(0, 1), table.slice(1)]) if table.num_rows > 1 else table
 
 
 def _expected(kind: Kind, values: list[Any], keys: list[int]) -> list[dict[str, Any]]:
@@ -177,7 +179,7 @@ def _rows(table: pa.Table) -> list[dict[str, Any]]:
 
 
 _COUNTER = itertools.count()
-COMMANDS = ["append", "overwrite", "replace_where", "merge", "merge_stream"]
+COMMANDS = ["append", "append_stream", "overwrite", "replace_where", "merge", "merge_stream"]
 
 
 def _run(command: str, location: str, data: pa.Table) -> DeltaTable:
@@ -185,6 +187,8 @@ def _run(command: str, location: str, data: pa.Table) -> DeltaTable:
     half = data.slice(0, data.num_rows // 2)
     if command == "append":
         t.append(data)
+    elif command == "append_stream":
+        t.append(data.to_reader(max_chunksize=2))
     elif command == "overwrite":
         t.append(half)
         t.overwrite(data)
@@ -200,7 +204,7 @@ def _run(command: str, location: str, data: pa.Table) -> DeltaTable:
 
 
 @pytest.mark.parametrize("command", COMMANDS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(column=columns())
 def test_every_arrow_type_round_trips_through_every_command(

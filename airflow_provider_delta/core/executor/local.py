@@ -18,7 +18,7 @@ import pyarrow as pa
 from airflow_provider_delta.core.executor.base import DeleteOutcome, Executor, RewriteResult, delete_paths
 from airflow_provider_delta.core.parallel import MAX_THREADS, run_parallel
 from airflow_provider_delta.core.read.scan import add_file_reader, read_add_file
-from airflow_provider_delta.core.schema.arrow_input import arrow_table
+from airflow_provider_delta.core.schema.arrow_input import arrow_table, input_schema
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
@@ -43,8 +43,8 @@ class LocalExecutor(Executor):
     name = "local"
 
     def data_schema(self, data: Any) -> pa.Schema:
-        """The schema of the Arrow table ``data``."""
-        return _as_table(data).schema
+        """The schema of the Arrow data ``data`` in the engine's types; a reader is not consumed."""
+        return input_schema(data, action="write rows")
 
     def write_files(
         self,

@@ -39,7 +39,7 @@ from airflow_provider_delta.exceptions import DeltaError, SchemaError, SchemaMis
 if TYPE_CHECKING:
     from airflow_provider_delta.core.schema.types import DataType
 
-__all__ = ["arrow_table", "is_arrow_input", "physical_schema", "physical_table"]
+__all__ = ["arrow_table", "input_schema", "is_arrow_input", "physical_schema", "physical_table"]
 
 
 def is_arrow_input(data: Any) -> bool:
@@ -82,6 +82,24 @@ def _read(data: Any, action: str, error: type[DeltaError]) -> pa.Table:
         f"Cannot {action}: expected Arrow data (a pyarrow Table, RecordBatch, RecordBatchReader or dataset, "
         f"or an object with __arrow_c_stream__ such as a polars DataFrame), found {type(data).__name__!r}"
     )
+
+
+def input_schema(data: Any, *, action: str = "write rows", error: type[DeltaError] = SchemaMismatchError) -> pa.Schema:
+    """The schema :func:`arrow_table` gives ``data``, read without consuming it (a reader stays unread).
+
+    Raises:
+        DeltaError: ``error`` when ``data`` is not Arrow data, or is a one-shot stream without a schema.
+        SchemaError: a field's type has no Delta equivalent.
+    """
+    if isinstance(data, (pa.Table, pa.RecordBatch, pa.RecordBatchReader, ds.Dataset)):
+        return physical_schema(data.schema)
+    if hasattr(data, "__arrow_c_schema__"):
+        return physical_schema(pa.schema(data))
+    if hasattr(data, "__arrow_c_stream__") or hasattr(data, "__arrow_c_array__"):
+        raise error(f"Cannot {action}: a {type(data).__name__!r} tells its schema only by being read; pass a "
+                    "pyarrow Table or RecordBatchReader (pyarrow.RecordBatchReader.from_stream(data))")
+    _read(data, action, error)  # raises: not Arrow data
+    raise AssertionError("unreachable")
 
 
 def physical_schema(schema: pa.Schema) -> pa.Schema:
