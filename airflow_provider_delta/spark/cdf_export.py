@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from airflow_provider_delta.core.commands.cdf_export import ExportEngine
-from airflow_provider_delta.core.commands.cdf_export.engine import DeltaOutput
-from airflow_provider_delta.core.commands.cdf_export.units import ExportUnit, UnitJob, unit_rows, write_unit
+from airflow_provider_delta.core.executor.export.local import DeltaOutput
+from airflow_provider_delta.core.executor.export.units import ExportUnit, UnitJob, unit_rows, write_unit
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.spark.executor import SparkExecutor
 from airflow_provider_delta.spark.tasks import (

@@ -76,8 +76,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.executor import BinLayout, ChangeRows, FileRewrite
+    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage

@@ -1,6 +1,6 @@
 """A Spark DataFrame as the source of a MERGE: its schema, its key summary, Spark's SQL typer.
 
-Core plans a MERGE against a :class:`~airflow_provider_delta.core.commands.merge.source.MergeSource`.
+Core plans a MERGE against a :class:`~airflow_provider_delta.core.executor.merge.source.MergeSource`.
 :class:`SparkMergeSource` answers for a DataFrame without collecting it: the schema comes from the
 DataFrame's (Spark types to Delta to Arrow), the summary of the join keys (row counts, min/max, the
 distinct values of partition keys) from one aggregation job, and SQL that core's expressions do not
@@ -22,7 +22,7 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
 
 from airflow_provider_delta.core.commands.merge.plan import quote_sql
-from airflow_provider_delta.core.commands.merge.source import IN_LIST_LIMIT, KeySummary, SourceSummary
+from airflow_provider_delta.core.executor.merge.source import IN_LIST_LIMIT, KeySummary, SourceSummary
 from airflow_provider_delta.core.expressions import to_sql
 from airflow_provider_delta.core.schema.arrow import from_arrow_schema, to_arrow_schema, to_arrow_type
 from airflow_provider_delta.exceptions import MergeError, SchemaError

@@ -11,7 +11,7 @@ written, their casts and the change data are those of the local executor:
   travel through Spark); at most one clause acts on a target row (two matched source rows that would
   update or delete it raise ``MergeMultipleMatchError``, as locally); the file is rewritten (unchanged
   rows copied in their order, then the updated rows), the values cast with core's store assignment
-  (:func:`~airflow_provider_delta.core.commands.merge.local.assign_values`), and, on a change-data-feed
+  (:func:`~airflow_provider_delta.core.executor.merge.local.assign_values`), and, on a change-data-feed
   table, ``update_preimage``/``update_postimage``/``delete`` rows written;
 - an insert group: the new rows built from null rows and the clause's values, written as new files,
   with ``insert`` change rows when the driver may need them (it drops them when no file is removed).
@@ -33,8 +33,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS
-from airflow_provider_delta.core.commands.merge.local import assign_values
+from airflow_provider_delta.core.executor.merge.job import CLAUSE_COUNTERS
+from airflow_provider_delta.core.executor.merge.local import assign_values
 from airflow_provider_delta.core.read.scan import read_add_file
 from airflow_provider_delta.core.schema.conform import null_table
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files

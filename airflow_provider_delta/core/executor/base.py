@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
+    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.executor import (
         BinLayout,
         ChangeRows,
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
         FileRewrite,
         RewriteResult,
     )
+    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget

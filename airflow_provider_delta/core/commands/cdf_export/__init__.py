@@ -22,7 +22,6 @@ Example:
 
 from __future__ import annotations
 
-from airflow_provider_delta.core.commands.cdf_export.engine import ExportEngine, LocalExportEngine
 from airflow_provider_delta.core.commands.cdf_export.export import export_changes
 from airflow_provider_delta.core.commands.cdf_export.model import ExportIdentity, ExportResult, export_app_id
 from airflow_provider_delta.core.commands.cdf_export.watermarks import (
@@ -34,6 +33,7 @@ from airflow_provider_delta.core.commands.cdf_export.watermarks import (
     registered_exporters,
     unregister_exporter,
 )
+from airflow_provider_delta.core.executor.export.local import ExportEngine, LocalExportEngine
 
 __all__ = [
     "ExportEngine",

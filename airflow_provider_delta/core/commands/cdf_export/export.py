@@ -7,7 +7,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.commands.cdf_export import watermarks
-from airflow_provider_delta.core.commands.cdf_export.engine import LocalExportEngine
 from airflow_provider_delta.core.commands.cdf_export.model import (
     ENVELOPES,
     FORMATS,
@@ -17,7 +16,8 @@ from airflow_provider_delta.core.commands.cdf_export.model import (
 from airflow_provider_delta.core.commands.cdf_export.plan import ExportPlan, RangeRequest, plan_export
 from airflow_provider_delta.core.commands.cdf_export.sink_delta import DeltaSink
 from airflow_provider_delta.core.commands.cdf_export.sink_files import FileSink
-from airflow_provider_delta.core.commands.cdf_export.units import UnitJob, output_schema
+from airflow_provider_delta.core.executor.export.local import LocalExportEngine
+from airflow_provider_delta.core.executor.export.units import UnitJob, output_schema
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import storage_for
 from airflow_provider_delta.exceptions import DeltaError, ExportOptionError, ProtocolError
@@ -25,9 +25,9 @@ from airflow_provider_delta.exceptions import DeltaError, ExportOptionError, Pro
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from airflow_provider_delta.core.commands.cdf_export.engine import ExportEngine
     from airflow_provider_delta.core.commands.cdf_export.model import Envelope, ExportFormat
-    from airflow_provider_delta.core.commands.cdf_export.units import ExportUnit
+    from airflow_provider_delta.core.executor.export.local import ExportEngine
+    from airflow_provider_delta.core.executor.export.units import ExportUnit
 
 __all__ = ["export_changes"]
 

@@ -22,13 +22,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.change_data import cdf_enabled
-from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
-from airflow_provider_delta.core.commands.merge.local import merge_locally
 from airflow_provider_delta.core.commands.merge.plan import plan_merge
-from airflow_provider_delta.core.commands.merge.source import as_merge_source
 from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
 from airflow_provider_delta.core.commands.schema.write import with_metadata
 from airflow_provider_delta.core.executor import LocalExecutor
+from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
+from airflow_provider_delta.core.executor.merge.local import merge_locally
+from airflow_provider_delta.core.executor.merge.source import as_merge_source
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.memory import rewrite_memory_pool
 from airflow_provider_delta.core.write.rows import check_table_writable

@@ -4,8 +4,8 @@ The plan is engine-neutral: bound expressions (evaluated over rows laid out as o
 alias, see :func:`airflow_provider_delta.core.expressions.bind`) together with their Spark SQL text,
 the schema the commit will have, the equi-join keys, and the predicate that selects the target files
 that can hold affected rows. An executor turns it into files and actions: the local one with pyarrow
-(:mod:`airflow_provider_delta.core.commands.merge.local`), Spark's with a Spark join over the SQL texts.
-The source is a :class:`~airflow_provider_delta.core.commands.merge.source.MergeSource`: its schema, a
+(:mod:`airflow_provider_delta.core.executor.merge.local`), Spark's with a Spark join over the SQL texts.
+The source is a :class:`~airflow_provider_delta.core.executor.merge.source.MergeSource`: its schema, a
 summary of its key values (computed by its engine), and for Spark a typer for SQL that core's
 expressions do not cover (CASE, the Spark function library): such an expression is planned as an
 :class:`EngineExpr`, typed by Spark's analyzer, and only the Spark executor can run the plan.
@@ -35,13 +35,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.commands.merge.source import (
+from airflow_provider_delta.core.executor.merge.source import (
     KeySummary,
     MergeSource,
     SourceSummary,
     as_merge_source,
 )
-from airflow_provider_delta.core.commands.merge.source import source_key_column as source_key_column
+from airflow_provider_delta.core.executor.merge.source import source_key_column as source_key_column
 from airflow_provider_delta.core.expressions import (
     And,
     Column,
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
-    from airflow_provider_delta.core.commands.merge.source import SqlTyper
+    from airflow_provider_delta.core.executor.merge.source import SqlTyper
     from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["Assignment", "EngineExpr", "JoinKey", "MergePlan", "PlannedClause", "plan_merge"]

@@ -21,8 +21,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS
 from airflow_provider_delta.core.commands.merge.plan import field_at
+from airflow_provider_delta.core.executor.merge.job import CLAUSE_COUNTERS
 from airflow_provider_delta.core.expressions import Column, evaluate
 from airflow_provider_delta.core.schema.conform import conform_array
 from airflow_provider_delta.core.write.changes import tag_changes

@@ -3,7 +3,7 @@
 The command plans and commits (:mod:`~airflow_provider_delta.core.commands.merge.command`); between the
 two, the row work -- read the candidate target files, join them with the source, run the clauses,
 rewrite the touched files, write inserted rows and change data -- is the executor's: the local
-pyarrow one (:mod:`~airflow_provider_delta.core.commands.merge.local`) or Spark's
+pyarrow one (:mod:`~airflow_provider_delta.core.executor.merge.local`) or Spark's
 (``Executor.merge``). Both return the same outcome, so metrics and the commit are one implementation.
 
 Example:
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.commands.merge.plan import MergePlan
-    from airflow_provider_delta.core.commands.merge.source import MergeSource
+    from airflow_provider_delta.core.executor.merge.source import MergeSource
     from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["CLAUSE_COUNTERS", "MergeJob", "MergeOutcome"]

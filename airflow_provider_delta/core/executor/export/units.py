@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from airflow_provider_delta.core.change_data import CHANGE_TYPE
-from airflow_provider_delta.core.commands.cdf_export.envelope import debezium_schema, to_debezium
+from airflow_provider_delta.core.executor.export.envelope import debezium_schema, to_debezium
 from airflow_provider_delta.core.read.changes import ChangeFileRead, changes_schema, read_change_file
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from airflow_provider_delta.core.commands.cdf_export.units import row_counts, unit_rows, write_unit
 from airflow_provider_delta.core.executor import LocalExecutor
+from airflow_provider_delta.core.executor.export.units import row_counts, unit_rows, write_unit
 from airflow_provider_delta.core.parallel import MAX_THREADS, run_parallel
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_delta.core.actions import AddFile
-    from airflow_provider_delta.core.commands.cdf_export.units import ExportUnit, UnitJob
+    from airflow_provider_delta.core.executor.export.units import ExportUnit, UnitJob
     from airflow_provider_delta.core.write.target import WriteTarget
 
 __all__ = ["DeltaOutput", "ExportEngine", "LocalExportEngine"]

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from airflow_provider_delta.core.commands.merge.clauses import (
+from airflow_provider_delta.core.executor.merge.clauses import (
     Scope,
     apply_assignments,
     assign_values,
@@ -43,9 +43,9 @@ from airflow_provider_delta.core.commands.merge.clauses import (
     file_clauses,
     indices,
 )
-from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS, MergeOutcome
-from airflow_provider_delta.core.commands.merge.join import file_rows
-from airflow_provider_delta.core.commands.merge.source import ArrowMergeSource
+from airflow_provider_delta.core.executor.merge.job import CLAUSE_COUNTERS, MergeOutcome
+from airflow_provider_delta.core.executor.merge.join import file_rows
+from airflow_provider_delta.core.executor.merge.source import ArrowMergeSource
 from airflow_provider_delta.core.parallel import MAX_THREADS, run_all_or_undo
 from airflow_provider_delta.core.schema.conform import null_table
 from airflow_provider_delta.core.storage.base import decode_relative
@@ -58,10 +58,10 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
-    from airflow_provider_delta.core.commands.merge.job import MergeJob
-    from airflow_provider_delta.core.commands.merge.join import FileRows
     from airflow_provider_delta.core.commands.merge.plan import MergePlan
     from airflow_provider_delta.core.executor import Executor
+    from airflow_provider_delta.core.executor.merge.job import MergeJob
+    from airflow_provider_delta.core.executor.merge.join import FileRows
 
 __all__ = ["assign_values", "merge_locally"]
 
