@@ -18,7 +18,7 @@ import base64
 import datetime as dt
 import decimal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import orjson
 import pyarrow as pa
@@ -33,11 +33,22 @@ from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from airflow_provider_delta.core.commands.cdf_export.model import Envelope, ExportFormat
     from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
-__all__ = ["ExportUnit", "UnitJob", "data_file_path", "output_schema", "unit_rows", "write_unit"]
+__all__ = [
+    "Envelope",
+    "ExportFormat",
+    "ExportUnit",
+    "UnitJob",
+    "data_file_path",
+    "output_schema",
+    "unit_rows",
+    "write_unit",
+]
+
+ExportFormat = Literal["parquet", "delta", "jsonl"]
+Envelope = Literal["flat", "debezium"]
 
 EXTENSIONS = {"parquet": "parquet", "jsonl": "jsonl"}
 

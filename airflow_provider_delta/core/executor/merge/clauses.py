@@ -21,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.commands.merge.plan import field_at
 from airflow_provider_delta.core.executor.merge.job import CLAUSE_COUNTERS
 from airflow_provider_delta.core.expressions import Column, evaluate
 from airflow_provider_delta.core.schema.conform import conform_array
@@ -31,7 +30,7 @@ from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchErro
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_delta.core.commands.merge.plan import MergePlan, PlannedClause
+    from airflow_provider_delta.core.executor.merge.job import MergePlan, PlannedClause
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
 
@@ -109,7 +108,7 @@ def choose(scope: Scope, clauses: Sequence[PlannedClause]) -> np.ndarray:
 def _conform(
     values: pa.Array | pa.ChunkedArray, schema: StructType, path: Sequence[str], where: str
 ) -> pa.ChunkedArray:
-    f = field_at(schema, path)
+    f = schema.find_path(path)
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values])
     try:

@@ -36,13 +36,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.commands.merge.plan import source_key_column
 from airflow_provider_delta.core.executor.merge.clauses import (
     EMPTY,
     Scope,
     indices,
 )
 from airflow_provider_delta.core.executor.merge.probe import SortedKeys, probes_one_integer_key
+from airflow_provider_delta.core.executor.merge.source import source_key_column
 from airflow_provider_delta.core.expressions import evaluate, referenced_columns
 from airflow_provider_delta.core.parallel import run_parallel
 from airflow_provider_delta.core.schema.arrow import to_arrow_schema
@@ -52,9 +52,8 @@ from airflow_provider_delta.core.write.target import WriteTarget
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_delta.core.commands.merge.plan import JoinKey, MergePlan
     from airflow_provider_delta.core.executor import Executor
-    from airflow_provider_delta.core.executor.merge.job import MergeJob
+    from airflow_provider_delta.core.executor.merge.job import JoinKey, MergeJob, MergePlan
 
 __all__ = ["FileRows", "JoinedFiles", "ProbedFiles", "file_rows"]
 

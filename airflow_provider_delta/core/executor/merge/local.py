@@ -58,9 +58,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
-    from airflow_provider_delta.core.commands.merge.plan import MergePlan
     from airflow_provider_delta.core.executor import Executor
-    from airflow_provider_delta.core.executor.merge.job import MergeJob
+    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergePlan
     from airflow_provider_delta.core.executor.merge.join import FileRows
 
 __all__ = ["assign_values", "merge_locally"]
