@@ -27,19 +27,26 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.change_data import ChangeType
     from airflow_provider_delta.core.executor import (
         BinLayout,
+        ChangeExporter,
         ChangeRows,
-        DeleteOutcome,
+        FileDeleter,
+        FileReader,
         FileRewrite,
+        FileRewriter,
+        FileWriter,
+        Merger,
         RewriteResult,
     )
     from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
-    from airflow_provider_delta.core.schema.types import StructType
-    from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
 
 class TrackingExecutor(Executor):
-    """An executor that records the paths of the files ``inner`` writes (see the module docstring)."""
+    """An executor that records the paths of the files ``inner`` writes (see the module docstring).
+
+    It has the capabilities of ``inner``: its writer, rewriter and merger record what they write;
+    its reader, deleter and exporter are ``inner``'s own.
+    """
 
     def __init__(self, inner: Executor) -> None:
         self.inner = inner
@@ -49,9 +56,34 @@ class TrackingExecutor(Executor):
     def _record(self, actions: Sequence[Any]) -> None:
         self.written.extend(a for a in actions if isinstance(a, AddFile | AddCDCFile))
 
+    def writer(self) -> FileWriter:
+        """This tracker, writing through the inner writer."""
+        return self
+
+    def rewriter(self) -> FileRewriter:
+        """This tracker, rewriting through the inner rewriter."""
+        return self
+
+    def merger(self) -> Merger:
+        """This tracker, merging through the inner merger (refused as the inner executor refuses)."""
+        self.inner.merger()
+        return self
+
+    def reader(self) -> FileReader:
+        """The inner reader (reads write nothing)."""
+        return self.inner.reader()
+
+    def deleter(self) -> FileDeleter:
+        """The inner deleter."""
+        return self.inner.deleter()
+
+    def exporter(self) -> ChangeExporter:
+        """The inner exporter."""
+        return self.inner.exporter()
+
     def data_schema(self, data: Any) -> pa.Schema:
         """As the inner executor."""
-        return self.inner.data_schema(data)
+        return self.inner.writer().data_schema(data)
 
     def write_files(
         self,
@@ -63,7 +95,7 @@ class TrackingExecutor(Executor):
         require_text: str = "",
     ) -> list[AddFile]:
         """As the inner executor; the files are recorded."""
-        adds = self.inner.write_files(
+        adds = self.inner.writer().write_files(
             target, data, data_change=data_change, require=require, require_text=require_text
         )
         self._record(adds)
@@ -73,33 +105,22 @@ class TrackingExecutor(Executor):
         self, target: WriteTarget, files: Sequence[AddFile], rewrite: FileRewrite, *, record_changes: bool
     ) -> RewriteResult:
         """As the inner executor; the new files (and change files already written) are recorded."""
-        result = self.inner.rewrite_files(target, files, rewrite, record_changes=record_changes)
+        result = self.inner.rewriter().rewrite_files(target, files, rewrite, record_changes=record_changes)
         self._record(result.added)
         self._record(result.changes)
         return result
 
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """As the inner executor (Spark's change rows are change files already written: recorded)."""
-        rows = self.inner.change_rows(target, data, change_type)
+        rows = self.inner.writer().change_rows(target, data, change_type)
         self._record(rows)
         return rows
 
     def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
         """As the inner executor; the change files are recorded."""
-        cdc = self.inner.write_changes(target, changes)
+        cdc = self.inner.writer().write_changes(target, changes)
         self._record([c for c in cdc if all(c is not w for w in self.written)])
         return cdc
-
-    def read_files(
-        self,
-        target: WriteTarget,
-        files: Sequence[AddFile],
-        *,
-        schema: StructType | None = None,
-        columns: Sequence[str] | None = None,
-    ) -> list[pa.Table]:
-        """As the inner executor."""
-        return self.inner.read_files(target, files, schema=schema, columns=columns)
 
     def write_files_and_changes(
         self,
@@ -111,7 +132,7 @@ class TrackingExecutor(Executor):
         require_text: str = "",
     ) -> tuple[list[AddFile], list[ChangeRows]]:
         """As the inner executor (one pass over the rows where it can); the files are recorded."""
-        adds, changes = self.inner.write_files_and_changes(
+        adds, changes = self.inner.writer().write_files_and_changes(
             target, data, change_type, require=require, require_text=require_text
         )
         self._record(adds)
@@ -122,21 +143,16 @@ class TrackingExecutor(Executor):
         self, target: WriteTarget, bins: Sequence[Sequence[AddFile]], layout: BinLayout
     ) -> list[list[AddFile]]:
         """As the inner executor; the new files are recorded."""
-        written = self.inner.rewrite_bins(target, bins, layout)
+        written = self.inner.rewriter().rewrite_bins(target, bins, layout)
         for adds in written:
             self._record(adds)
         return written
 
-    def delete_files(self, storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
-        """As the inner executor."""
-        return self.inner.delete_files(storage, paths)
-
-    def merge(self, job: MergeJob) -> MergeOutcome | None:
+    def merge(self, job: MergeJob) -> MergeOutcome:
         """As the inner executor; the files its join wrote are recorded."""
-        outcome = self.inner.merge(job)
-        if outcome is not None:
-            self._record(outcome.added)
-            self._record(outcome.cdc)
+        outcome = self.inner.merger().merge(job)
+        self._record(outcome.added)
+        self._record(outcome.cdc)
         return outcome
 
     def __getattr__(self, name: str) -> Any:

@@ -16,7 +16,7 @@ from airflow_provider_delta.core.commands.cdf_export.model import (
 from airflow_provider_delta.core.commands.cdf_export.plan import ExportPlan, RangeRequest, plan_export
 from airflow_provider_delta.core.commands.cdf_export.sink_delta import DeltaSink
 from airflow_provider_delta.core.commands.cdf_export.sink_files import FileSink
-from airflow_provider_delta.core.executor.export.local import LocalExportEngine
+from airflow_provider_delta.core.executor import LocalExecutor
 from airflow_provider_delta.core.executor.export.units import UnitJob, output_schema
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import storage_for
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from airflow_provider_delta.core.commands.cdf_export.model import Envelope, ExportFormat
-    from airflow_provider_delta.core.executor.export.local import ExportEngine
+    from airflow_provider_delta.core.executor import ChangeExporter, Executor
     from airflow_provider_delta.core.executor.export.units import ExportUnit
 
 __all__ = ["export_changes"]
@@ -89,7 +89,8 @@ def export_changes(
     storage_options: Mapping[str, str] | None = None,
     sink_storage_options: Mapping[str, str] | None = None,
     register_watermark: bool | None = None,
-    engine: ExportEngine | None = None,
+    executor: Executor | None = None,
+    engine: ChangeExporter | None = None,
 ) -> ExportResult:
     """Export the change data feed of ``source`` into ``sink``, exactly once, resuming where the sink ends.
 
@@ -110,7 +111,8 @@ def export_changes(
         register_watermark: register the export in the source table for VACUUM (a domainMetadata
             commit): None registers when the table supports domain metadata, True also upgrades its
             protocol to support it, False never registers.
-        engine: where the data work runs (default: :class:`LocalExportEngine`).
+        executor: where the data work runs (default: the local executor): its ``exporter()``.
+        engine: the exporter itself, instead of ``executor``'s (e.g. one wrapped by a test).
 
     Returns:
         An :class:`ExportResult`.
@@ -124,6 +126,7 @@ def export_changes(
         ChangeDataMissingError: a commit or change/data file of the range is gone (names the version and file).
         ExportSchemaChangeError: a Delta sink cannot take a schema change of the range.
         ConcurrentTransactionException: another run of the export landed the same versions first.
+        ExecutorCapabilityError: ``executor`` cannot export change data (it has no exporter).
 
     Example:
         >>> export_changes("/data/orders", "/exports/orders").to_dict()  # doctest: +SKIP
@@ -148,7 +151,7 @@ def export_changes(
         return ExportResult(plan.start, plan.end, 0, 0, True, None, **base,
                             registered=_registration(latest, sink, name) is not None)
     registered = _register(latest, sink, name, format, plan.start - 1, register_watermark, only_if_absent=True)
-    run = _Run(identity, plan, engine or LocalExportEngine())
+    run = _Run(identity, plan, engine or (executor or LocalExecutor()).exporter())
     result = run.into_delta(opened) if isinstance(opened, DeltaSink) else run.into_files(opened)
     registered = _register(latest, sink, name, format, plan.end, register_watermark) or registered
     return ExportResult(plan.start, plan.end, plan.versions, **result, skipped=False, **base, registered=registered)
@@ -190,9 +193,9 @@ def _register(
 
 
 class _Run:
-    """The data part of one run: the plan's units through the engine into the sink."""
+    """The data part of one run: the plan's units through the exporter into the sink."""
 
-    def __init__(self, identity: ExportIdentity, plan: ExportPlan, engine: ExportEngine) -> None:
+    def __init__(self, identity: ExportIdentity, plan: ExportPlan, engine: ChangeExporter) -> None:
         self.identity = identity
         self.plan = plan
         self.engine = engine

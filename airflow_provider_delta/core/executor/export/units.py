@@ -33,10 +33,12 @@ from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from airflow_provider_delta.core.actions import AddFile
     from airflow_provider_delta.core.storage import Storage
     from airflow_provider_delta.core.write.target import WriteTarget
 
 __all__ = [
+    "DeltaOutput",
     "Envelope",
     "ExportFormat",
     "ExportUnit",
@@ -72,6 +74,21 @@ def output_schema(layout: WriteTarget, envelope: Envelope) -> pa.Schema:
 
 def _without_metadata(schema: pa.Schema) -> pa.Schema:
     return pa.schema([pa.field(f.name, f.type, f.nullable) for f in schema])
+
+
+class DeltaOutput:
+    """What an exporter's ``write_delta`` wrote: the ``add`` actions and the rows per change type."""
+
+    def __init__(self) -> None:
+        self.adds: list[AddFile] = []
+        self.rows = 0
+        self.counts: dict[str, int] = {}
+
+    def count(self, counts: dict[str, Any]) -> None:
+        """Add one unit's rows per change type."""
+        for k, n in counts.items():
+            self.counts[k] = self.counts.get(k, 0) + int(n)
+            self.rows += int(n)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def choose(scope: Scope, clauses: Sequence[PlannedClause]) -> np.ndarray:
 def _conform(
     values: pa.Array | pa.ChunkedArray, schema: StructType, path: Sequence[str], where: str
 ) -> pa.ChunkedArray:
-    f = schema.find_path(path)
+    f = schema.find_path(tuple(path))
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values])
     try:

@@ -2,9 +2,11 @@
 
 The command plans and commits (:mod:`~airflow_provider_delta.core.commands.merge.command`); between the
 two, the row work -- read the candidate target files, join them with the source, run the clauses,
-rewrite the touched files, write inserted rows and change data -- is the executor's: the local
-pyarrow one (:mod:`~airflow_provider_delta.core.executor.merge.local`) or Spark's
-(``Executor.merge``). Both return the same outcome, so metrics and the commit are one implementation.
+rewrite the touched files, write inserted rows and change data -- is the executor's merger
+(``executor.merger().merge(job)``): the local pyarrow one
+(:mod:`~airflow_provider_delta.core.executor.merge.local`) or Spark's. Both return the same outcome,
+so metrics and the commit are one implementation. :class:`MergePlan` (built by the command's
+planner, ``commands/merge/plan.py``) is the resolved statement both executors run.
 
 Example:
     >>> outcome = MergeOutcome(counts=dict.fromkeys(CLAUSE_COUNTERS, 0))

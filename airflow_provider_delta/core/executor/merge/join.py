@@ -52,7 +52,7 @@ from airflow_provider_delta.core.write.target import WriteTarget
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_delta.core.executor import Executor
+    from airflow_provider_delta.core.executor.local import LocalExecutor
     from airflow_provider_delta.core.executor.merge.job import JoinKey, MergeJob, MergePlan
 
 __all__ = ["FileRows", "JoinedFiles", "ProbedFiles", "file_rows"]
@@ -60,7 +60,7 @@ __all__ = ["FileRows", "JoinedFiles", "ProbedFiles", "file_rows"]
 Pairs = tuple[np.ndarray, np.ndarray]
 
 
-def file_rows(executor: Executor, job: MergeJob, source: pa.Table) -> FileRows:
+def file_rows(executor: LocalExecutor, job: MergeJob, source: pa.Table) -> FileRows:
     """The candidate files' rows and pairs: probed file by file on one integer key, else joined at once."""
     if probes_one_integer_key(job.plan.keys):
         return ProbedFiles(executor, job, source)
@@ -163,7 +163,7 @@ def _residual(plan: MergePlan, parts: Sequence[pa.Table], source: pa.Table, pair
 class ProbedFiles(FileRows):
     """Each file read and probed against the sorted source key by the job that rewrites it."""
 
-    def __init__(self, executor: Executor, job: MergeJob, source: pa.Table) -> None:
+    def __init__(self, executor: LocalExecutor, job: MergeJob, source: pa.Table) -> None:
         super().__init__(job, source)
         self._started = time.monotonic()
         self._executor = executor
@@ -224,7 +224,7 @@ class JoinedFiles(FileRows):
     """The join columns of every candidate file read first and hash-joined with the source at once;
     each job reads its own files whole."""
 
-    def __init__(self, executor: Executor, job: MergeJob, source: pa.Table, sizes: Sequence[int],
+    def __init__(self, executor: LocalExecutor, job: MergeJob, source: pa.Table, sizes: Sequence[int],
                  pairs: Pairs) -> None:
         super().__init__(job, source)
         self._executor = executor
@@ -239,7 +239,7 @@ class JoinedFiles(FileRows):
         self._tidx, self._sidx = tidx[order], sidx[order]
 
     @classmethod
-    def read(cls, executor: Executor, job: MergeJob, source: pa.Table) -> JoinedFiles:
+    def read(cls, executor: LocalExecutor, job: MergeJob, source: pa.Table) -> JoinedFiles:
         """Read the files' join columns (in parallel) and join them with the source."""
         started = time.monotonic()
         plan = job.plan

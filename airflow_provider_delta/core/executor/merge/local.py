@@ -1,4 +1,4 @@
-"""Execute a MERGE plan's row work on the local pyarrow engine (the command commits it).
+"""``LocalExecutor.merge``: a MERGE plan's row work with pyarrow in this process (the command commits it).
 
 Vectorised throughout: clause conditions and values are Arrow expressions over the joined rows
 (:mod:`.clauses`), and the rewritten files are built by column-wise take/filter. The work runs as
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
-    from airflow_provider_delta.core.executor import Executor
+    from airflow_provider_delta.core.executor.local import LocalExecutor
     from airflow_provider_delta.core.executor.merge.job import MergeJob, MergePlan
     from airflow_provider_delta.core.executor.merge.join import FileRows
 
@@ -74,7 +74,7 @@ class _Run:
     """What every job of one MERGE reads."""
 
     plan: MergePlan
-    executor: Executor
+    executor: LocalExecutor
     writer: WriteTarget
     rows: FileRows
     record_changes: bool
@@ -198,7 +198,7 @@ def _delete(run: _Run, added: Sequence[AddFile], cdc: Sequence[AddCDCFile]) -> N
 # ------------------------------------------------------------------------------------------ entry
 
 
-def merge_locally(job: MergeJob, executor: Executor) -> MergeOutcome:
+def merge_locally(job: MergeJob, executor: LocalExecutor) -> MergeOutcome:
     """The row work of a planned MERGE in this process (see the module docstring).
 
     Raises:
