@@ -1,4 +1,5 @@
-"""Import layering: ``core/`` never imports pyspark or airflow; ``spark/`` never imports airflow.
+"""Import layering: ``core/`` never imports pyspark or airflow; ``spark/`` never imports airflow; the
+executor seam (``core/executor/``) never imports the commands above it, annotations included.
 
 Three independent checks: import-linter's contracts (pyproject.toml), a plain AST scan of the
 sources (catches an import even where import-linter is misconfigured), and a fresh interpreter
@@ -25,6 +26,8 @@ ENGINE_FORBIDDEN = (
     *(f"airflow_provider_delta.{m}" for m in ("spark", "cli", *AIRFLOW_LAYER)),
 )
 SPARK_FORBIDDEN = ("airflow", *(f"airflow_provider_delta.{m}" for m in AIRFLOW_LAYER))
+# The executor layer sits below commands and the facade, beside (independent of) transactions.
+EXECUTOR_FORBIDDEN = tuple(f"airflow_provider_delta.core.{m}" for m in ("commands", "table", "transaction"))
 
 
 def imported_modules(source: str, module: str) -> set[str]:
@@ -90,6 +93,12 @@ def test_core_never_imports_pyspark_airflow_or_the_layers_above() -> None:
     assert found == [], "\n".join(found)
 
 
+def test_the_executor_layer_never_imports_commands_even_for_annotations() -> None:
+    # The work types an executor receives (MERGE's plan and job, the export's units) live in core/executor/.
+    found = violations(PACKAGE / "core" / "executor", EXECUTOR_FORBIDDEN)
+    assert found == [], "\n".join(found)
+
+
 def test_exceptions_module_imports_only_the_standard_library() -> None:
     source = (PACKAGE / "exceptions.py").read_text(encoding="utf-8")
     names = imported_modules(source, "airflow_provider_delta.exceptions")
@@ -132,6 +141,29 @@ def test_import_linter_catches_core_importing_airflow(tmp_path: Path) -> None:
     )
     assert result.returncode == 1, result.stdout + result.stderr
     assert "airflow_provider_delta.core._bad -> airflow" in result.stdout
+
+
+def test_import_linter_catches_the_executor_naming_a_command_type_in_an_annotation(tmp_path: Path) -> None:
+    lint_imports = shutil.which("lint-imports", path=str(Path(sys.executable).parent))
+    if lint_imports is None:
+        pytest.skip("import-linter is not installed in this environment (run `make test`)")
+    shutil.copy(REPO_ROOT / "pyproject.toml", tmp_path)
+    copy = shutil.copytree(PACKAGE, tmp_path / PACKAGE.name, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "core" / "executor" / "_bad.py").write_text(
+        "from __future__ import annotations\n\nfrom typing import TYPE_CHECKING\n\nif TYPE_CHECKING:\n"
+        "    from airflow_provider_delta.core.commands.merge.plan import plan_merge  # noqa: F401\n"
+    )
+    result = subprocess.run(
+        [lint_imports, "--no-cache"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(tmp_path), "PATH": str(Path(sys.executable).parent)},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "airflow_provider_delta.core.executor._bad ->" in result.stdout
+    assert "airflow_provider_delta.core.commands.merge.plan" in result.stdout
 
 
 def test_reading_a_table_loads_neither_pyspark_nor_airflow(conformance_dir: Path) -> None:

@@ -133,6 +133,7 @@ def export_changes(
         {'start': 0, 'end': 12, 'versions': 13, 'rows': 4211, 'skipped': False, 'sink_version': None, ...}
     """
     keys = _check_options(format, envelope, name, key_columns, max_versions, starting_version, ending_version)
+    exporter = engine or (executor or LocalExecutor()).exporter()  # before anything is written
     latest = _latest(source, storage_options)
     _check_keys(latest, keys)
     identity = ExportIdentity(latest.metadata.id, latest.location, name, format, envelope, keys)
@@ -151,7 +152,7 @@ def export_changes(
         return ExportResult(plan.start, plan.end, 0, 0, True, None, **base,
                             registered=_registration(latest, sink, name) is not None)
     registered = _register(latest, sink, name, format, plan.start - 1, register_watermark, only_if_absent=True)
-    run = _Run(identity, plan, engine or (executor or LocalExecutor()).exporter())
+    run = _Run(identity, plan, exporter)
     result = run.into_delta(opened) if isinstance(opened, DeltaSink) else run.into_files(opened)
     registered = _register(latest, sink, name, format, plan.end, register_watermark) or registered
     return ExportResult(plan.start, plan.end, plan.versions, **result, skipped=False, **base, registered=registered)
