@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_delta.core.executor.base import DeleteOutcome, Executor, RewriteResult, delete_paths
+from airflow_provider_delta.core.executor.export.local import LocalChangeExporter
 from airflow_provider_delta.core.parallel import MAX_THREADS, run_parallel
 from airflow_provider_delta.core.read.scan import add_file_reader, read_add_file
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
@@ -77,9 +78,6 @@ class LocalExecutor(Executor):
 
     def exporter(self) -> ChangeExporter:
         """A :class:`~.export.local.LocalChangeExporter`."""
-        # lazy: the exporter loads the export's encoders (orjson, Debezium), which only exports need
-        from airflow_provider_delta.core.executor.export.local import LocalChangeExporter
-
         return LocalChangeExporter()
 
     def merge(self, job: MergeJob) -> MergeOutcome:
