@@ -101,7 +101,7 @@ __all__ = ["DELETE_JOB_GROUP", "REWRITE_JOB_GROUP", "SPARK_DELETE_THRESHOLD", "S
 #: Fewer paths than this are deleted in the driver (thread pool) rather than by a Spark job.
 SPARK_DELETE_THRESHOLD = 1000
 _DELETE_CHUNKS_PER_CORE = 4
-_READ_HELP = "read the table as a DataFrame with airflow_provider_delta.spark.read_delta"
+_READ_HELP = "rows stay on the executors; read the table as a DataFrame with airflow_provider_delta.spark.read_delta"
 #: Spark job groups of the maintenance work (the Spark UI and ``statusTracker`` show them).
 DELETE_JOB_GROUP = "delta-vacuum-delete"
 REWRITE_JOB_GROUP = "delta-rewrite"
@@ -311,7 +311,7 @@ class SparkExecutor(Executor):
         """
         raise ExecutorCapabilityError(
             f"Cannot read {len(files)} file(s) of table {target.location!r} into the driver with the Spark "
-            f"executor: rows stay on the executors. Help: {_READ_HELP}",
+            f"executor. Help: {_READ_HELP}",
             executor=self.name,
             capability="reader",
         )
