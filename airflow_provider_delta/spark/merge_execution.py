@@ -43,7 +43,8 @@ from pyspark.sql import functions as F
 
 from airflow_provider_delta.core.actions import AddCDCFile, AddFile
 from airflow_provider_delta.core.commands.merge.plan import quote_sql
-from airflow_provider_delta.core.executor.merge.job import CLAUSE_COUNTERS, EngineExpr, MergeOutcome
+from airflow_provider_delta.core.executor.merge.job import CLAUSE_COUNTERS, MergeOutcome
+from airflow_provider_delta.core.executor.merge.plan import EngineExpr
 from airflow_provider_delta.core.executor.merge.source import ArrowMergeSource
 from airflow_provider_delta.core.expressions import Column as ExprColumn
 from airflow_provider_delta.core.write.target import WriteTarget
@@ -69,7 +70,8 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergePlan, PlannedClause
+    from airflow_provider_delta.core.executor.merge.job import MergeJob
+    from airflow_provider_delta.core.executor.merge.plan import MergePlan, PlannedClause
     from airflow_provider_delta.core.expressions import Expr
 
 __all__ = ["BROADCAST_KEYS_CONF", "BROADCAST_KEYS_ROWS", "run_spark_merge"]

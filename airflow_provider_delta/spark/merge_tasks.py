@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
-    from airflow_provider_delta.core.executor.merge.job import PlannedClause
+    from airflow_provider_delta.core.executor.merge.plan import PlannedClause
     from airflow_provider_delta.core.write.target import WriteTarget
 
 __all__ = [

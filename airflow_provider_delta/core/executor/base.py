@@ -24,7 +24,8 @@ handlers, an executor hands out capabilities; a command asks for the one it need
 
 An optional capability an executor lacks raises :class:`~airflow_provider_delta.exceptions.ExecutorCapabilityError`
 when asked for, naming the executor and what it cannot do. The work types an executor receives and
-returns live in this package (MERGE's in :mod:`.merge.job`, the export's in :mod:`.export.units`), so
+returns live in this package (MERGE's in :mod:`.merge.job` and :mod:`.merge.plan`, the export's in
+:mod:`.export.units`), so
 the executor layer never imports the commands above it.
 
 :class:`~airflow_provider_delta.core.executor.local.LocalExecutor` has every capability, with pyarrow

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.executor.merge.job import (
+from airflow_provider_delta.core.executor.merge.plan import (
     Assignment,
     EngineExpr,
     JoinKey,

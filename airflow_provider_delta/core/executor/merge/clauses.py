@@ -30,7 +30,7 @@ from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchErro
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_delta.core.executor.merge.job import MergePlan, PlannedClause
+    from airflow_provider_delta.core.executor.merge.plan import MergePlan, PlannedClause
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
 

@@ -5,8 +5,8 @@ two, the row work -- read the candidate target files, join them with the source,
 rewrite the touched files, write inserted rows and change data -- is the executor's merger
 (``executor.merger().merge(job)``): the local pyarrow one
 (:mod:`~airflow_provider_delta.core.executor.merge.local`) or Spark's. Both return the same outcome,
-so metrics and the commit are one implementation. :class:`MergePlan` (built by the command's
-planner, ``commands/merge/plan.py``) is the resolved statement both executors run.
+so metrics and the commit are one implementation. The job's plan is a
+:class:`~airflow_provider_delta.core.executor.merge.plan.MergePlan`.
 
 Example:
     >>> outcome = MergeOutcome(counts=dict.fromkeys(CLAUSE_COUNTERS, 0))
@@ -17,28 +17,15 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
-
-from airflow_provider_delta.core.expressions import Expr
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    import pyarrow as pa
-
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
+    from airflow_provider_delta.core.executor.merge.plan import MergePlan
     from airflow_provider_delta.core.executor.merge.source import MergeSource
-    from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.snapshot import Snapshot
 
-__all__ = [
-    "CLAUSE_COUNTERS",
-    "Assignment",
-    "EngineExpr",
-    "JoinKey",
-    "MergeJob",
-    "MergeOutcome",
-    "MergePlan",
-    "PlannedClause",
-]
+__all__ = ["CLAUSE_COUNTERS", "MergeJob", "MergeOutcome"]
 
 CLAUSE_COUNTERS = (
     "numTargetRowsMatchedUpdated",
@@ -48,84 +35,6 @@ CLAUSE_COUNTERS = (
     "numTargetRowsInserted",
 )
 """The row counters every executor reports, with Delta's names."""
-
-
-@dataclass(frozen=True)
-class EngineExpr(Expr):
-    """SQL outside core's expression surface, typed by the executing engine (Spark) and run only there."""
-
-    sql: str
-    dtype: pa.DataType | None = None
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """``target path = value``: the path in the evolved schema's spelling, the value bound in the clause scope.
-
-    ``sql`` is the value as Spark SQL over the clause's aliases (what the Spark executor evaluates).
-    """
-
-    path: tuple[str, ...]
-    value: Expr
-    sql: str
-
-
-@dataclass(frozen=True)
-class PlannedClause:
-    """A resolved clause. ``assignments`` is empty for DELETE; ``condition_sql`` is the condition's text."""
-
-    kind: str
-    action: str
-    label: str
-    condition: Expr | None
-    assignments: tuple[Assignment, ...]
-    condition_sql: str | None = None
-
-
-@dataclass(frozen=True)
-class JoinKey:
-    """An equality of the join condition: target field path = source field path."""
-
-    target: tuple[str, ...]
-    source: tuple[str, ...]
-    target_type: pa.DataType
-    source_type: pa.DataType
-
-    def __str__(self) -> str:
-        return f"{'.'.join(self.target)} = {'.'.join(self.source)}"
-
-
-@dataclass(frozen=True)
-class MergePlan:
-    """Everything an executor needs. Expressions in the pair scope read struct columns named by the aliases."""
-
-    target_alias: str
-    source_alias: str
-    current_schema: StructType
-    schema: StructType
-    keys: tuple[JoinKey, ...]
-    target_filter: Expr | None  # target-only conjuncts of the condition, over plain target columns
-    source_filter: Expr | None  # source-only conjuncts, over plain source columns
-    residual: Expr | None  # the rest of the condition, in the pair scope
-    matched: tuple[PlannedClause, ...]
-    not_matched: tuple[PlannedClause, ...]
-    not_matched_by_source: tuple[PlannedClause, ...]
-    file_predicate: Expr | None  # target files that may hold affected rows; None: all of them
-    duplicates_allowed: bool  # only an unconditional DELETE on match: several source rows may match
-    operation_parameters: dict[str, Any]
-    condition_sql: str = ""  # the ON condition as written (Spark SQL over both aliases)
-    source_rows: int = 0  # rows in the source
-    engine_only: tuple[str, ...] = ()  # labels of clauses with SQL only the engine's typer understood
-
-    @property
-    def evolved(self) -> bool:
-        """Whether the merge changes the table schema."""
-        return self.schema != self.current_schema
-
-    @property
-    def clauses(self) -> tuple[PlannedClause, ...]:
-        """Every clause: matched, then not matched, then not matched by source (each kind in order)."""
-        return self.matched + self.not_matched + self.not_matched_by_source
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from airflow_provider_delta.core.executor.local import LocalExecutor
-    from airflow_provider_delta.core.executor.merge.job import JoinKey, MergeJob, MergePlan
+    from airflow_provider_delta.core.executor.merge.job import MergeJob
+    from airflow_provider_delta.core.executor.merge.plan import JoinKey, MergePlan
 
 __all__ = ["FileRows", "JoinedFiles", "ProbedFiles", "file_rows"]
 

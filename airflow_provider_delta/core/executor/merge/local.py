@@ -59,8 +59,9 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.executor.local import LocalExecutor
-    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergePlan
+    from airflow_provider_delta.core.executor.merge.job import MergeJob
     from airflow_provider_delta.core.executor.merge.join import FileRows
+    from airflow_provider_delta.core.executor.merge.plan import MergePlan
 
 __all__ = ["assign_values", "merge_locally"]
 

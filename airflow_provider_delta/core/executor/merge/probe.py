@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from airflow_provider_delta.core.executor.merge.job import JoinKey
+    from airflow_provider_delta.core.executor.merge.plan import JoinKey
 
 __all__ = ["SortedKeys", "probes_one_integer_key"]
 
