@@ -1,6 +1,6 @@
 """``DeltaCDFExportOperator``: one run of an exactly-once change data export, as a Spark job.
 
-The operator is a thin layer over the ``cdf_export`` job (``spark/jobs/cdf_export.py``, which calls
+The operator is a thin layer over the ``cdf_export`` job (``jobs/cdf_export.py``, which calls
 ``core.commands.cdf_export.export_changes``): it renders and validates its options, submits the job
 (or, with ``engine="local"``, runs it in the worker without Spark), returns the export's result as
 XCom and emits an asset event for the sink whose extra holds the exported range. The progress lives
@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from airflow.sdk import Context
 
-    from airflow_provider_delta.spark.protocol import JobSpec
+    from airflow_provider_delta.jobs.spec import JobSpec
 
 ENGINES = ("spark", "local")
 #: A run without a range that loses to a concurrent run of the same export re-plans from the sink.

@@ -1,12 +1,12 @@
 """Operators that run Delta jobs: :class:`DeltaSparkJobOperator` and :class:`DeltaCheckpointOperator`.
 
-Every operator here follows one path (the job protocol, :mod:`airflow_provider_delta.spark.protocol`):
+Every operator here follows one path (the job protocol, :mod:`airflow_provider_delta.jobs.spec`):
 
 1. check ``job_options`` against the job's declaration (``JOB`` in its module): when the DAG is
    parsed, and again after rendering;
-2. build a JSON :class:`~airflow_provider_delta.spark.protocol.JobSpec` (table or tables, options,
+2. build a JSON :class:`~airflow_provider_delta.jobs.spec.JobSpec` (table or tables, options,
    conflict policy, idempotency key);
-3. run it on the job's engine: ``spark`` submits ``spark/jobs/run_job.py`` through
+3. run it on the job's engine: ``spark`` submits ``jobs/runner.py`` through
    apache-airflow-providers-apache-spark's ``SparkSubmitHook`` (connection ``spark_default`` unless
    the ``delta`` connection or the operator names another; **without that connection the master
    is** ``local[*]``, not the hook's own yarn fallback); ``local`` runs the same job code in this
@@ -46,15 +46,15 @@ from airflow_provider_delta.assets import asset_uri
 from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook, is_full_location
+from airflow_provider_delta.jobs import JOBS
+from airflow_provider_delta.jobs.definition import Engine, is_deferred_value, job_definition
+from airflow_provider_delta.jobs.runner import run_spec
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from airflow_provider_delta.operators.job_secrets import redacted_spec_json, write_private_file
 from airflow_provider_delta.operators.lineage import DeltaLineageMixin, job_lineage
 from airflow_provider_delta.policies.conflicts import DeltaJobError, failure_exception
 from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.install import pyspark_install_problem
-from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.options import Engine, is_deferred_value, job_definition
-from airflow_provider_delta.spark.jobs.run_job import run_spec
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -194,10 +194,10 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
     The job runs on its engine: ``spark`` (a PySpark application through ``SparkSubmitHook``) or
     ``local`` (the same job code in the task's own process, without Spark: for jobs that move no
     data, where a JVM would cost ~10 s for milliseconds of work). Each job declares where it may run
-    and its default (``python -m airflow_provider_delta.spark.jobs`` lists them).
+    and its default (``python -m airflow_provider_delta.jobs`` lists them).
 
     Args:
-        job: the job's name (a key of ``airflow_provider_delta.spark.jobs.JOBS``).
+        job: the job's name (a key of ``airflow_provider_delta.jobs.JOBS``).
         table: a full path/URI, or a bare name under the ``delta`` connection's base path (templated).
         tables: several tables instead of ``table`` (templated; a list, or a comma-separated string),
             for jobs that take a list (maintenance jobs): one job, one result per table in ``tables``.
@@ -444,7 +444,7 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         return JobResult.read(result_path)
 
     def submit_hook(self, delta: DeltaHook, spec_path: Path, result_path: Path) -> _DeltaSparkSubmitHook:
-        """The ``SparkSubmitHook`` that runs ``run_job.py --spec <spec_path> --result <result_path>``."""
+        """The ``SparkSubmitHook`` that runs ``runner.py --spec <spec_path> --result <result_path>``."""
         conf = {**DEFAULT_SPARK_CONF, **delta.spark_conf, **{k: str(v) for k, v in self.spark_conf.items()}}
         return _DeltaSparkSubmitHook(
             conn_id=self.spark_conn_id or delta.spark_conn_id,

@@ -1,7 +1,7 @@
 """Table maintenance on Spark: DeltaVacuumOperator, DeltaOptimizeOperator and DeltaReorgOperator.
 
 Each is a :class:`~airflow_provider_delta.operators.delta.DeltaSparkJobOperator` for one job
-(``vacuum``, ``optimize``, ``reorg``; see ``airflow_provider_delta/spark/jobs/``): the same Spark
+(``vacuum``, ``optimize``, ``reorg``; see ``airflow_provider_delta/jobs/``): the same Spark
 connection handling, conflict policies (``conflict_policy=``) and job protocol. The job plans and
 commits in the Spark driver (the Airflow worker, client mode) and rewrites or deletes files on the
 Spark executors. Its progress (files listed, candidates, deleted, bins rewritten) is logged by the

@@ -1,6 +1,6 @@
 """Operators for MERGE WITH SCHEMA EVOLUTION and schema changes, run as Spark jobs.
 
-- :class:`DeltaMergeWithEvolutionOperator` submits the ``merge`` job (``spark/jobs/merge.py``): the
+- :class:`DeltaMergeWithEvolutionOperator` submits the ``merge`` job (``jobs/merge.py``): the
   MERGE is planned by the engine in the Spark driver and executed on the Spark executors
   (``merge_delta``), one commit.
 - :class:`DeltaSchemaEvolveOperator` submits the ``schema_evolve`` job: DDL statements or builder
@@ -160,7 +160,7 @@ class DeltaSchemaEvolveOperator(DeltaSparkJobOperator):
             is optional. Or
         changes: builder steps (templated), e.g. ``{"op": "add_column", "path": "info.b",
             "type": "STRING", "after": "a"}``, ``{"op": "rename_column", "path": "a", "new_name": "b"}``
-            (see ``spark/jobs/schema_evolve.py`` for every step).
+            (see ``jobs/schema_evolve.py`` for every step).
         isolation_level: ``Serializable`` or ``WriteSerializable`` (default: the table's).
         **kwargs: as :class:`DeltaSparkJobOperator`.
 

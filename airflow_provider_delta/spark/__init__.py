@@ -39,7 +39,7 @@ __all__ = [
     "write_delta",
 ]
 
-RUNNER_MODULE = "airflow_provider_delta.spark.jobs.run_job"
+RUNNER_MODULE = "airflow_provider_delta.jobs.runner"
 
 # Public name -> module that defines it; imported on first access (PEP 562), because these modules
 # import pyspark.
@@ -66,10 +66,10 @@ def __dir__() -> list[str]:
 
 
 def job_script() -> str:
-    """The file path of the spark-submit entry point that runs every job (``jobs/run_job.py``).
+    """The file path of the spark-submit entry point that runs every job (``jobs/runner.py``).
 
     Example:
-        >>> job_script().endswith("run_job.py")
+        >>> job_script().endswith("runner.py")
         True
     """
     spec = importlib.util.find_spec(RUNNER_MODULE)

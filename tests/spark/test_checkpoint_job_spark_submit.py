@@ -14,9 +14,9 @@ import pyspark
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from airflow_provider_delta.operators.delta import DEFAULT_SPARK_CONF
 from airflow_provider_delta.spark import job_script
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 from tests.spark_jobs.helpers import make_table
 
 pytestmark = pytest.mark.spark

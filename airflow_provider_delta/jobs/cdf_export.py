@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.commands.cdf_export import export_changes
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 JOB = JobDefinition(
     name="cdf_export",

@@ -1,7 +1,7 @@
 """The job protocol: a JSON spec goes into a Spark job, a JSON result comes out.
 
 Standard library only, so both sides share it: the Airflow operator writes a :class:`JobSpec` and
-reads a :class:`JobResult`; the spark-submit entry point (``jobs/run_job.py``) does the reverse.
+reads a :class:`JobResult`; the spark-submit entry point (``jobs/runner.py``) does the reverse.
 
 Spec (``--spec``, a file path or the JSON text itself)::
 
@@ -53,7 +53,7 @@ class JobSpec:
     """What a Spark job should do.
 
     Attributes:
-        job: the job's name in :data:`airflow_provider_delta.spark.jobs.JOBS` (``checkpoint``, ``write``).
+        job: the job's name in :data:`airflow_provider_delta.jobs.JOBS` (``checkpoint``, ``write``).
         table: the table's full path or URI (empty when ``tables`` is given).
         storage_options: object-store options for the table.
         options: the job's own options (``{"cleanup_log": true}`` for ``checkpoint``).

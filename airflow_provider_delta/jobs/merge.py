@@ -39,14 +39,14 @@ from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeS
 from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError, JobSpecError, MergeError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, isolation_level_option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option, isolation_level_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from airflow_provider_delta.core.commands.merge.model import ActionKind, ClauseKind
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 CLAUSE_OPTIONS: dict[str, ClauseKind] = {
     "when_matched": "matched",

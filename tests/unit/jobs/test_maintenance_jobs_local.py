@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.spark.jobs.run_job import main
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs.runner import main
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from tests.interop import assert_delta_rs_reads_identically
 from tests.maintenance_tables import disk_files, expired_files_table, small_files_table, with_deletion_vector
 from tests.spark_jobs.helpers import ConcurrentWriter, barrier_hooks

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs.options import Option
+from airflow_provider_delta.jobs.definition import Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 #: The most paths a result lists (a dry run of a large VACUUM can name millions); ``numFiles`` has the total.
 DEFAULT_MAX_FILES_IN_RESULT = 1000

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_delta.exceptions import JobSpecError
+from airflow_provider_delta.jobs import JOBS
+from airflow_provider_delta.jobs.runner import main
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from airflow_provider_delta.spark import job_script
-from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.run_job import main
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 
 
 def test_spec_round_trips_through_json_file_and_text(tmp_path: Path) -> None:
@@ -90,8 +90,8 @@ def test_job_script_resolves_without_importing_pyspark_or_airflow() -> None:
         """
         import sys
         from airflow_provider_delta.spark import job_script
-        from airflow_provider_delta.spark.jobs import JOBS
-        from airflow_provider_delta.spark.protocol import JobSpec
+        from airflow_provider_delta.jobs import JOBS
+        from airflow_provider_delta.jobs.spec import JobSpec
         print(job_script())
         print(sorted({m.split(".")[0] for m in sys.modules} & {"pyspark", "airflow"}))
         """
@@ -100,7 +100,7 @@ def test_job_script_resolves_without_importing_pyspark_or_airflow() -> None:
     path, loaded = out.strip().splitlines()
     assert loaded == "[]"
     assert path == job_script()
-    assert Path(path).name == "run_job.py"
+    assert Path(path).name == "runner.py"
     assert Path(path).is_file()
 
 

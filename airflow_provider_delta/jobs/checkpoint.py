@@ -15,11 +15,11 @@ from airflow_provider_delta.core.log.checkpoint_write import write_checkpoint
 from airflow_provider_delta.core.log.cleanup import cleanup_expired_logs
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import TableNotFoundError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 JOB = JobDefinition(
     name="checkpoint",

@@ -20,15 +20,15 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.vacuum import vacuum
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.maintenance import (
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option
+from airflow_provider_delta.jobs.maintenance import (
     DEFAULT_MAX_FILES_IN_RESULT,
     number_option,
 )
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 
 JOB = JobDefinition(

@@ -7,7 +7,7 @@ what every side reads:
   templates are rendered, with "did you mean ..." for a misspelt name;
 - the job runner validates the spec's options before the job runs, and the job reads them back
   (defaults filled in) with ``ctx.option(name)``;
-- the docs (operator docstrings, the README's job table, ``python -m airflow_provider_delta.spark.jobs``)
+- the docs (operator docstrings, the README's job table, ``python -m airflow_provider_delta.jobs``)
   list the options from it.
 
 Standard library only, and no pyspark: the Airflow layer imports these declarations at DAG parse time.
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs import JOBS
+from airflow_provider_delta.jobs import JOBS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -138,7 +138,7 @@ class JobDefinition:
     """What a job is: its name, options, the engines it runs on, whether it takes a list of tables.
 
     Args:
-        name: the job's name (its key in :data:`airflow_provider_delta.spark.jobs.JOBS`).
+        name: the job's name (its key in :data:`airflow_provider_delta.jobs.JOBS`).
         summary: one sentence for the docs.
         options: every option the job reads.
         engines: where it may run; the first is the default. ``"local"`` runs the job in the calling
@@ -302,7 +302,7 @@ def all_definitions() -> list[JobDefinition]:
 
 
 def jobs_markdown() -> str:
-    """Every job's options as Markdown: the README's job table (``python -m airflow_provider_delta.spark.jobs``)."""
+    """Every job's options as Markdown: the README's job table (``python -m airflow_provider_delta.jobs``)."""
     return "\n".join(d.markdown() for d in all_definitions())
 
 

@@ -2,7 +2,7 @@
 
 Usage::
 
-    spark-submit --master 'local[2]' .../airflow_provider_delta/spark/jobs/run_job.py \\
+    spark-submit --master 'local[2]' .../airflow_provider_delta/jobs/runner.py \\
         --spec spec.json --result result.json
 
 ``--spec`` takes a file path or the JSON text itself. ``--engine local`` runs the job without a
@@ -33,17 +33,17 @@ from airflow_provider_delta.core.transaction.policy import (
     run_with_conflict_policy,
 )
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.context import JobContext
-from airflow_provider_delta.spark.jobs.options import job_definition
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs import JOBS
+from airflow_provider_delta.jobs.context import JobContext
+from airflow_provider_delta.jobs.definition import job_definition
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from airflow_provider_delta.spark.jobs.context import JobOutput
+    from airflow_provider_delta.jobs.context import JobOutput
 
-log = logging.getLogger("airflow_provider_delta.spark.jobs")
+log = logging.getLogger("airflow_provider_delta.jobs")
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_JOB_FAILED = 0, 1, 2
 
@@ -231,7 +231,7 @@ def exit_with_parent(interval: float = 0.2) -> threading.Thread:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="run_job", description="Run an airflow-provider-delta job.")
+    parser = argparse.ArgumentParser(prog="runner", description="Run an airflow-provider-delta job.")
     parser.add_argument("--spec", required=True, help="the job spec: a JSON file path or JSON text")
     parser.add_argument("--result", required=True, help="where to write the JSON result")
     parser.add_argument(

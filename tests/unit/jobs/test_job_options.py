@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, job_definition
-from airflow_provider_delta.spark.jobs.run_job import main
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs import JOBS
+from airflow_provider_delta.jobs.definition import JobDefinition, Option, job_definition
+from airflow_provider_delta.jobs.runner import main
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from tests.spark_jobs.helpers import make_table
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def test_the_job_refuses_a_typo_before_touching_the_table(tmp_path: Path) -> Non
 
 
 def test_a_job_reading_an_undeclared_option_is_a_bug_not_a_silent_none(tmp_path: Path) -> None:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
     ctx = JobContext(JobSpec(job="checkpoint", table=str(tmp_path)))
     assert ctx.option("cleanup_log") is True
