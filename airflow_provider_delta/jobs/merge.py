@@ -246,7 +246,7 @@ def _merge_source(data: Any) -> Any:
     """A pyarrow table as it is; a DataFrame as the Spark executor's merge source."""
     if isinstance(data, pa.Table):
         return data
-    from airflow_provider_delta.spark.merge_source import SparkMergeSource  # lazy: imports pyspark
+    from airflow_provider_delta.spark.merge.source import SparkMergeSource  # lazy: imports pyspark
 
     return SparkMergeSource(data)
 
@@ -254,7 +254,7 @@ def _merge_source(data: Any) -> Any:
 def _sql_source(ctx: JobContext, parts: tuple[str, ...]) -> Any:
     """The source a ``merge_sql`` statement names after USING, when no ``source`` option is given."""
     spark = ctx.require_spark(f"reading the MERGE source {'.'.join(parts)!r} named in merge_sql")
-    from airflow_provider_delta.spark.merge import statement_source  # lazy: imports pyspark
+    from airflow_provider_delta.spark.merge.command import statement_source  # lazy: imports pyspark
 
     return statement_source(spark, parts, storage_options=ctx.spec.storage_options)
 

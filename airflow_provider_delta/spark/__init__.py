@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from airflow_provider_delta.spark.executor import SparkExecutor
-    from airflow_provider_delta.spark.merge import merge_delta, merge_delta_sql
+    from airflow_provider_delta.spark.merge.command import merge_delta, merge_delta_sql
     from airflow_provider_delta.spark.read import read_delta
     from airflow_provider_delta.spark.write import write_delta
 
@@ -45,8 +45,8 @@ RUNNER_MODULE = "airflow_provider_delta.jobs.runner"
 # import pyspark.
 _LAZY = {
     "SparkExecutor": "airflow_provider_delta.spark.executor",
-    "merge_delta": "airflow_provider_delta.spark.merge",
-    "merge_delta_sql": "airflow_provider_delta.spark.merge",
+    "merge_delta": "airflow_provider_delta.spark.merge.command",
+    "merge_delta_sql": "airflow_provider_delta.spark.merge.command",
     "read_delta": "airflow_provider_delta.spark.read",
     "write_delta": "airflow_provider_delta.spark.write",
 }
