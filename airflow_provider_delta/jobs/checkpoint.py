@@ -35,7 +35,8 @@ JOB = JobDefinition(
             "A table that does not exist (yet) is reported as skipped instead of failing the job.",
         ),
     ),
-    engines=("local", "spark"),
+    engines=("spark", "local"),
+    default_engine="local",
     multi_table=True,
 )
 

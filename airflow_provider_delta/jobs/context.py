@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.jobs.definition import job_definition
+from airflow_provider_delta.jobs.registry import job_definition
 
 if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor

@@ -51,4 +51,4 @@ def columns_option(ctx: JobContext, name: str) -> list[str] | None:
 def where_option(done: str) -> Option:
     """OPTIMIZE's and REORG's ``where``: a predicate on partition columns choosing what is ``done``."""
     return Option("where", str, None, f"A predicate on partition columns: only these partitions are {done}.",
-                  aliases=("predicate", "partition_filter"))
+                  aliases=("predicate", "partition_filter"), renderer="sql")

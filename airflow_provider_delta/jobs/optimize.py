@@ -37,11 +37,12 @@ JOB = JobDefinition(
         where_option("optimized"),
         Option("target_file_size", (int, float), None,
                "Target file size in bytes (default: the table's delta.targetFileSize, else 1 GiB).",
-               aliases=("targetFileSize", "max_file_size")),
+               aliases=("targetFileSize", "max_file_size"), minimum=1),
         Option("zorder_by", (list, str), None, "Columns to Z-order the files of each selected partition by.",
                aliases=("zorder", "zOrderBy", "z_order_by")),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     multi_table=True,
 )
 

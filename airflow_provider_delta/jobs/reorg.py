@@ -29,6 +29,7 @@ JOB = JobDefinition(
         where_option("purged"),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     multi_table=True,
 )
 

@@ -38,18 +38,20 @@ JOB = JobDefinition(
         Option("retention_hours", (int, float), None,
                "Keep files removed within this many hours (default: the table's delta.deletedFileRetentionDuration, "
                "7 days). Honoured as given; Delta 4.1 ignores values other than 0.",
-               aliases=("retention", "retentionHours")),
+               aliases=("retention", "retentionHours"), minimum=0),
         Option("dry_run", bool, False, "Only list what would be deleted; nothing is deleted or committed.",
                aliases=("dryRun", "dry")),
         Option("lite", bool, False, "VACUUM LITE: take the candidates from the log since the last VACUUM."),
         Option("enforce_retention_duration", bool, True,
                "Refuse a retention shorter than the table's (Delta's retentionDurationCheck).",
                aliases=("retentionDurationCheck", "enforce_retention")),
-        Option("max_files_in_result", int, 1000, "How many paths the result lists (numFiles is the total)."),
+        Option("max_files_in_result", int, 1000, "How many paths the result lists (numFiles is the total).",
+               minimum=0),
         Option("respect_exports", bool, True,
                "Refuse to delete files a registered change data exporter still needs (false: delete anyway)."),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     multi_table=True,
 )
 

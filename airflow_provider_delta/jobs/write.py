@@ -60,7 +60,7 @@ JOB = JobDefinition(
             "predicate", str, None,
             "Overwrite only: Delta's replaceWhere, a SQL filter; only matching rows are replaced and every "
             "new row must satisfy it.",
-            aliases=("replace_where", "replaceWhere", "where"),
+            aliases=("replace_where", "replaceWhere", "where"), renderer="sql",
         ),
         Option(
             "source", dict, None,
@@ -85,6 +85,7 @@ JOB = JobDefinition(
         ),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     app_transaction=True,
     outlet=True,
     check=_check,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.jobs import JOBS
+from airflow_provider_delta.jobs.registry import JOBS
 from airflow_provider_delta.jobs.definition import JobDefinition, Option, job_definition
 from airflow_provider_delta.jobs.runner import main
 from airflow_provider_delta.jobs.spec import JobResult, JobSpec
