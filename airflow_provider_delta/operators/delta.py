@@ -252,12 +252,13 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
     #: The job of a subclass for one job (``job=`` in its class statement); None for this class.
     job_definition: ClassVar[JobDefinition | None] = None
 
-    def __init_subclass__(cls, *, job: str | None = None, **kwargs: Any) -> None:
-        """``job="vacuum"`` in a subclass's class statement: the job's options become its arguments."""
+    def __init_subclass__(cls, *, job: str | JobDefinition | None = None, **kwargs: Any) -> None:
+        """``job="vacuum"`` (a registered job, or its ``JobDefinition``) in a subclass's class statement:
+        the job's options become the subclass's arguments (:mod:`.job_arguments`)."""
         super().__init_subclass__(**kwargs)
         if job is not None:
             base = tuple(f for f in DeltaSparkJobOperator.template_fields if f != "job_options")
-            declare_job_arguments(cls, job_definition(job), base)
+            declare_job_arguments(cls, job if isinstance(job, JobDefinition) else job_definition(job), base)
 
     def __init__(
         self,

@@ -6,8 +6,8 @@
 - :class:`DeltaSchemaEvolveOperator` submits the ``schema_evolve`` job: DDL statements or builder
   steps applied as one metadata commit.
 
-Both are :class:`~airflow_provider_delta.operators.delta.DeltaSparkJobOperator`\ s for one job: the
-same connections, Spark conf, conflict policy, idempotency key (an Airflow retry after the commit
+Both are :class:`~airflow_provider_delta.operators.delta.DeltaSparkJobOperator` subclasses for one job:
+the same connections, Spark conf, conflict policy, idempotency key (an Airflow retry after the commit
 landed writes nothing) and job runner; their arguments are the job's declared options (templated,
 checked when the DAG is parsed and again after rendering). This module imports no pyspark.
 """

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.jobs.registry import JOBS
+from airflow_provider_delta.jobs.registry import JOBS, runner_script
 from airflow_provider_delta.jobs.runner import main
 from airflow_provider_delta.jobs.spec import JobResult, JobSpec
-from airflow_provider_delta.jobs.registry import runner_script
 
 
 def test_spec_round_trips_through_json_file_and_text(tmp_path: Path) -> None:

@@ -49,7 +49,7 @@ def test_vacuum_job_deletes_and_records_start_and_end(tmp_path: Path) -> None:
     ("job", "options", "error", "match"),
     [
         ("vacuum", {"retention_hours": 1}, "RetentionPeriodError", "DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"),
-        ("vacuum", {"retention_hours": "1"}, "JobSpecError", "must be int or float"),
+        ("vacuum", {"retention_hours": "one"}, "JobSpecError", "must be int or float, >= 0, found 'one' (a string"),
         ("vacuum", {"retention_hours": True}, "JobSpecError", "'retention_hours' must be int or float, found True"),
         ("optimize", {"where": "id > 1"}, "PredicateError", "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
         ("optimize", {"zorder_by": ["p"]}, "SchemaError", "DELTA_ZORDERING_ON_PARTITION_COLUMN"),
