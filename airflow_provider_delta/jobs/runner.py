@@ -217,7 +217,9 @@ def exit_with_parent(interval: float = 0.2) -> threading.Thread:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m airflow_provider_delta.jobs", description="Run an airflow-provider-delta job.")
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_provider_delta.jobs", description="Run an airflow-provider-delta job."
+    )
     parser.add_argument("--spec", required=True, help="the job spec: a JSON file path or JSON text")
     parser.add_argument("--result", required=True, help="where to write the JSON result")
     parser.add_argument(

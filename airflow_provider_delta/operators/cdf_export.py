@@ -64,6 +64,9 @@ class DeltaCDFExportOperator(DeltaSparkJobOperator, job="cdf_export"):
     """
 
     is_write_job: ClassVar[bool] = False  # exactly-once comes from the sink, not from a txn in the source
+    # Two of the job's options (declared in jobs/cdf_export.py; set by DeltaSparkJobOperator.__init__).
+    sink: str
+    sink_storage_options: dict[str, str] | None
     ui_color = "#7fc8a9"
 
     def __init__(self, *, emit_sink_asset: bool = True, **kwargs: Any) -> None:

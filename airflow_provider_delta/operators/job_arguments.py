@@ -84,10 +84,10 @@ def declare_job_arguments(cls: type[Any], definition: JobDefinition, base_fields
     Called while the class is created, before Airflow's metaclass wraps ``__init__`` (so the wrapper
     reads the signature built here). ``base_fields`` are the template fields every job operator has.
     """
-    own_init = cls.__dict__.get("__init__")
+    own_init: Any = cls.__dict__.get("__init__")
     if own_init is None:
 
-        def __init__(self: Any, **kwargs: Any) -> None:  # noqa: N807 - the class's __init__
+        def __init__(self: Any, **kwargs: Any) -> None:
             super(cls, self).__init__(**kwargs)
 
         __init__.__qualname__ = f"{cls.__qualname__}.__init__"

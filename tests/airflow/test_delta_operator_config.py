@@ -14,6 +14,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 from airflow_provider_delta.core.transaction.policy import ConflictPolicy
 from airflow_provider_delta.hooks.delta import DeltaHook
+from airflow_provider_delta.jobs.registry import runner_script
 from airflow_provider_delta.jobs.spec import JobResult
 from airflow_provider_delta.operators.delta import (
     DEFAULT_SPARK_CONF,
@@ -23,7 +24,6 @@ from airflow_provider_delta.operators.delta import (
     raise_for_result,
 )
 from airflow_provider_delta.policies.conflicts import DeltaConflictError, DeltaJobError
-from airflow_provider_delta.jobs.registry import runner_script
 
 
 def command_of(op: DeltaSparkJobOperator, tmp_path: Path) -> tuple[list[str], object]:

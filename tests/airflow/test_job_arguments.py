@@ -40,8 +40,8 @@ def test_an_operators_signature_template_fields_and_docs_come_from_its_declarati
     assert inspect.signature(DemoOperator).parameters["kwargs"].kind is inspect.Parameter.VAR_KEYWORD
     assert DemoOperator.template_fields[-len(DEMO.options):] == tuple(o.name for o in DEMO.options)
     assert "job_options" not in DemoOperator.template_fields
-    assert DemoOperator.template_fields_renderers["when"] == "sql"
-    assert DemoOperator.template_fields_renderers["labels"] == DemoOperator.template_fields_renderers["settings"] == "json"
+    renderers = DemoOperator.template_fields_renderers
+    assert renderers["when"] == "sql" and renderers["labels"] == renderers["settings"] == "json"
     assert "``ratio`` (float): How much." in (DemoOperator.__doc__ or "")
 
 

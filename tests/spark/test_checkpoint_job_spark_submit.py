@@ -14,9 +14,9 @@ import pyspark
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.jobs.registry import runner_script
 from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from airflow_provider_delta.operators.delta import DEFAULT_SPARK_CONF
-from airflow_provider_delta.jobs.registry import runner_script
 from tests.spark_jobs.helpers import make_table
 
 pytestmark = pytest.mark.spark

@@ -96,7 +96,10 @@ def test_a_rendered_string_becomes_the_declared_type(kind: type, text: str, expe
 
 @pytest.mark.parametrize(
     ("kind", "text"),
-    [(bool, "yes"), (bool, "1"), (int, "1.5"), (int, "ten"), (list, "{'k': 1}"), (dict, "[1]"), (list, "__import__('os')")],
+    [
+        (bool, "yes"), (bool, "1"), (int, "1.5"), (int, "ten"), (list, "{'k': 1}"), (dict, "[1]"),
+        (list, "__import__('os')"),
+    ],
 )
 def test_a_string_that_is_not_of_the_declared_type_is_refused_naming_the_option(kind: type, text: str) -> None:
     with pytest.raises(JobSpecError, match=f"^here: option 'o' must be .*, found {re.escape(repr(text))}"):
