@@ -20,11 +20,14 @@ This module imports no pyspark.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import textwrap
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
+
+from airflow_provider_delta.exceptions import JobSpecError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -111,5 +114,20 @@ def _job_options(self: Any) -> dict[str, Any]:
 
 
 def pop_job_arguments(definition: JobDefinition, kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Take the job's options out of ``kwargs``: attribute name -> value as given (default when absent)."""
-    return {attribute_name(o.name): kwargs.pop(o.name, o.default) for o in definition.options}
+    """Take the job's options out of ``kwargs``: attribute name -> value as given (default when absent).
+
+    Raises:
+        JobSpecError: an argument left in ``kwargs`` is neither an option nor ``BaseOperator``'s:
+            "did you mean" the option it resembles (instead of Airflow's "Invalid arguments").
+    """
+    arguments = {attribute_name(o.name): kwargs.pop(o.name, o.default) for o in definition.options}
+    unknown = [name for name in kwargs if name not in _base_operator_arguments()]
+    if unknown:
+        where = f"Cannot create task {kwargs.get('task_id')!r} (job {definition.name!r})"
+        raise JobSpecError(f"{where}: {definition.unknown_options_message(unknown)}")
+    return arguments
+
+
+@functools.cache
+def _base_operator_arguments() -> frozenset[str]:
+    return frozenset(inspect.signature(BaseOperator.__init__).parameters)
