@@ -22,7 +22,6 @@ from airflow_provider_delta.jobs.context import JobOutput
 from airflow_provider_delta.jobs.definition import JobDefinition, Option
 from airflow_provider_delta.jobs.maintenance import (
     columns_option,
-    number_option,
     where_option,
 )
 
@@ -55,7 +54,7 @@ def run(ctx: JobContext) -> JobOutput:
         JobOutput(version=13, committed=True, metrics={'numAddedFiles': 2, ...})
     """
     where = ctx.option("where")
-    size = number_option(ctx, "target_file_size", minimum=1)
+    size = ctx.option("target_file_size")  # a number >= 1: checked by JOB
     zorder = columns_option(ctx, "zorder_by")
     snapshot = load_table_for(ctx.spec.table, "OPTIMIZE", ctx.spec.storage_options)
     result = optimize(

@@ -22,10 +22,6 @@ from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.vacuum import vacuum
 from airflow_provider_delta.jobs.context import JobOutput
 from airflow_provider_delta.jobs.definition import JobDefinition, Option
-from airflow_provider_delta.jobs.maintenance import (
-    DEFAULT_MAX_FILES_IN_RESULT,
-    number_option,
-)
 
 if TYPE_CHECKING:
     from airflow_provider_delta.jobs.context import JobContext
@@ -63,12 +59,12 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(JobSpec(job="vacuum", table="/data/t", options={"dry_run": True})))  # doctest: +SKIP
         JobOutput(version=12, committed=False, metrics={'files': [...], 'numFiles': 3, ...})
     """
-    retention = number_option(ctx, "retention_hours")
+    retention = ctx.option("retention_hours")  # a number >= 0 (or None): checked by JOB
     dry_run = ctx.option("dry_run", False)
     lite = ctx.option("lite", False)
     enforce = ctx.option("enforce_retention_duration", True)
     respect_exports = bool(ctx.option("respect_exports", True))
-    cap = int(number_option(ctx, "max_files_in_result", minimum=0) or DEFAULT_MAX_FILES_IN_RESULT)
+    cap = int(ctx.option("max_files_in_result"))
     snapshot = load_table_for(ctx.spec.table, "VACUUM", ctx.spec.storage_options)
     result = vacuum(
         snapshot, retention, dry_run=dry_run, lite=lite, enforce_retention_duration=enforce,

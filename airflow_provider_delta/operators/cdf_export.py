@@ -1,4 +1,4 @@
-"""``DeltaCDFExportOperator``: one run of an exactly-once change data export, as a Spark job.
+"""``DeltaCDFExportOperator``: one run of an exactly-once change data export, as a job (on Spark by default).
 
 The operator is a thin layer over the ``cdf_export`` job (``jobs/cdf_export.py``, which calls
 ``core.commands.cdf_export.export_changes``), whose declared options are its arguments: it renders

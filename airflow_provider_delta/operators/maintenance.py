@@ -3,7 +3,7 @@
 Each is a :class:`~airflow_provider_delta.operators.delta.DeltaSparkJobOperator` for one job
 (``vacuum``, ``optimize``, ``reorg``; see ``airflow_provider_delta/jobs/``), whose declared options
 are its arguments (templated; checked when the DAG is parsed and after rendering): the same Spark
-connection handling, conflict policies (``conflict_policy=``) and job protocol. The job plans and
+connection handling, conflict policies (``conflict_policy=``) and job runner. The job plans and
 commits in the Spark driver (the Airflow worker, client mode) and rewrites or deletes files on the
 Spark executors. Its progress (files listed, candidates, deleted, bins rewritten) is logged by the
 driver and shows in the task log; the result is the task's XCom. ``tables=[...]`` maintains several
