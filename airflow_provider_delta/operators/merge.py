@@ -1,4 +1,4 @@
-"""Operators for MERGE WITH SCHEMA EVOLUTION and schema changes, run as jobs (on Spark by default).
+"""Operators for MERGE WITH SCHEMA EVOLUTION and schema changes, run as jobs.
 
 - :class:`DeltaMergeWithEvolutionOperator` submits the ``merge`` job (``jobs/merge.py``): the
   MERGE is planned by the engine in the Spark driver and executed on the Spark executors
