@@ -16,7 +16,7 @@ engine's own code inside the tasks, so the files are exactly those the local exe
   the kept rows and, when recording changes, its change rows as ``_change_data`` files;
 - ``change_rows``: the DataFrame's rows written as change files by tasks (``cdc`` actions back);
 - ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here;
-- ``merge``: a planned MERGE joined by Spark (:mod:`airflow_provider_delta.spark.merge_execution`);
+- ``merge``: a planned MERGE joined by Spark (:mod:`airflow_provider_delta.spark.merge.execution`);
 - ``rewrite_bins`` (OPTIMIZE, ZORDER BY, REORG): the bins spread over tasks by size; each task reads
   a bin's files, arranges the rows with the command's layout and writes them (``dataChange=false``);
 - ``delete_files`` (VACUUM): a long list of paths is deleted by tasks in chunks; a short one (fewer
@@ -60,7 +60,7 @@ from airflow_provider_delta.core.write.rows import write_rows
 from airflow_provider_delta.exceptions import ExecutorCapabilityError, SchemaMismatchError
 from airflow_provider_delta.spark.cdf_export import SparkChangeExporter
 from airflow_provider_delta.spark.environment import require_executor_environment
-from airflow_provider_delta.spark.merge_execution import run_spark_merge
+from airflow_provider_delta.spark.merge.execution import run_spark_merge
 from airflow_provider_delta.spark.tasks import (
     RECORD_SCHEMA,
     collect_records,
@@ -319,7 +319,7 @@ class SparkExecutor(Executor):
     def merge(self, job: MergeJob) -> MergeOutcome:
         """A planned MERGE's row work in one Spark job: target files read by tasks, joined with the
         source by Spark, clauses evaluated as Spark SQL, files written by tasks (see
-        :mod:`airflow_provider_delta.spark.merge_execution`); only actions come back.
+        :mod:`airflow_provider_delta.spark.merge.execution`); only actions come back.
 
         Raises:
             MergeError: a value does not fit its column.

@@ -1,4 +1,5 @@
-"""Import layering: ``core/`` never imports pyspark or airflow; ``spark/`` never imports airflow; the
+"""Import layering: ``core/`` never imports pyspark or airflow; ``spark/`` never imports airflow or
+``jobs/``; ``jobs/`` never imports airflow and reaches pyspark and ``spark/`` only inside functions; the
 executor seam (``core/executor/``) never imports the commands above it, annotations included.
 
 Three independent checks: import-linter's contracts (pyproject.toml), a plain AST scan of the
@@ -25,7 +26,10 @@ ENGINE_FORBIDDEN = (
     "airflow",
     *(f"airflow_provider_delta.{m}" for m in ("spark", "cli", *AIRFLOW_LAYER)),
 )
-SPARK_FORBIDDEN = ("airflow", *(f"airflow_provider_delta.{m}" for m in AIRFLOW_LAYER))
+SPARK_FORBIDDEN = ("airflow", *(f"airflow_provider_delta.{m}" for m in ("jobs", "cli", *AIRFLOW_LAYER)))
+JOBS_FORBIDDEN = ("airflow", *(f"airflow_provider_delta.{m}" for m in ("cli", *AIRFLOW_LAYER)))
+#: What a job module may not import at module level: the Airflow layer imports the jobs when a DAG is parsed.
+JOBS_LAZY = ("pyspark", "airflow_provider_delta.spark")
 # The executor layer sits below commands and the facade, beside (independent of) transactions.
 EXECUTOR_FORBIDDEN = tuple(f"airflow_provider_delta.core.{m}" for m in ("commands", "table", "transaction"))
 
@@ -52,6 +56,20 @@ def imported_modules(source: str, module: str) -> set[str]:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name in ("import_module", "__import__") and isinstance(node.args[0].value, str):
                 found.add(node.args[0].value)
+    return found
+
+
+def module_level_imports(source: str) -> set[str]:
+    """Modules imported at module level (not inside a function, not under ``if TYPE_CHECKING:``)."""
+    found: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        for inner in ast.walk(node) if not isinstance(node, ast.FunctionDef | ast.ClassDef) else ():
+            if isinstance(inner, ast.Import):
+                found.update(alias.name for alias in inner.names)
+            elif isinstance(inner, ast.ImportFrom) and inner.module:
+                found.add(inner.module)
     return found
 
 
@@ -111,6 +129,50 @@ def test_spark_layer_never_imports_airflow() -> None:
         pytest.skip("airflow_provider_delta/spark/ does not exist yet")
     found = violations(spark, SPARK_FORBIDDEN)
     assert found == [], "\n".join(found)
+
+
+def test_the_job_framework_never_imports_airflow() -> None:
+    found = violations(PACKAGE / "jobs", JOBS_FORBIDDEN)
+    assert found == [], "\n".join(found)
+
+
+def test_the_job_framework_imports_pyspark_and_spark_only_inside_functions() -> None:
+    found = [
+        f"{path.relative_to(REPO_ROOT)}: imports {name} at module level"
+        for path in sorted((PACKAGE / "jobs").rglob("*.py"))
+        for name in sorted(module_level_imports(path.read_text(encoding="utf-8")))
+        if any(name == m or name.startswith(m + ".") for m in JOBS_LAZY)
+    ]
+    assert found == [], "\n".join(found)
+
+
+def test_the_module_level_scan_skips_functions_and_type_checking() -> None:
+    source = textwrap.dedent(
+        """
+        from typing import TYPE_CHECKING
+        import pyarrow
+        if TYPE_CHECKING:
+            from airflow_provider_delta.spark.executor import SparkExecutor
+        def run():
+            from airflow_provider_delta.spark.read import read_delta
+        """
+    )
+    assert module_level_imports(source) == {"typing", "pyarrow"}
+
+
+def test_job_declarations_load_neither_pyspark_nor_airflow() -> None:
+    code = textwrap.dedent(
+        """
+        import sys
+        from airflow_provider_delta.jobs.registry import all_definitions, runner_script
+        import airflow_provider_delta.jobs.runner
+        all_definitions(); runner_script()
+        print(sorted({m for m in sys.modules if m.split(".")[0] in ("pyspark", "airflow")
+                      or m.startswith("airflow_provider_delta.spark.")}))
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]", result.stdout
 
 
 def test_import_linter_contracts_are_kept() -> None:

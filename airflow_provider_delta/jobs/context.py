@@ -15,16 +15,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs.options import job_definition
+from airflow_provider_delta.jobs.registry import job_definition
 
 if TYPE_CHECKING:
     from airflow_provider_delta.core.executor import Executor
-    from airflow_provider_delta.spark.jobs.options import JobDefinition
-    from airflow_provider_delta.spark.jobs.tracking import TrackingExecutor
-    from airflow_provider_delta.spark.protocol import JobSpec
+    from airflow_provider_delta.jobs.definition import JobDefinition
+    from airflow_provider_delta.jobs.spec import JobSpec
+    from airflow_provider_delta.jobs.tracking import TrackingExecutor
 
 #: The logger of every job: its lines are the job's progress in the Airflow task log.
-log = logging.getLogger("airflow_provider_delta.spark.jobs")
+log = logging.getLogger("airflow_provider_delta.jobs")
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class JobContext:
         """
         # lazy: the executor classes load the engine's writer, which only data-moving jobs need
         from airflow_provider_delta.core.executor import LocalExecutor
-        from airflow_provider_delta.spark.jobs.tracking import TrackingExecutor
+        from airflow_provider_delta.jobs.tracking import TrackingExecutor
 
         tracker = TrackingExecutor(executor if executor is not None else LocalExecutor())
         self._trackers.append(tracker)
@@ -129,7 +129,7 @@ class JobContext:
     def discard_attempt_files(self, error: BaseException) -> int:
         """Delete the files the failed attempt wrote and no version references (see ``tracking``)."""
         # lazy: see track()
-        from airflow_provider_delta.spark.jobs.tracking import delete_unreferenced
+        from airflow_provider_delta.jobs.tracking import delete_unreferenced
 
         written = [a for tracker in self._trackers for a in tracker.written]
         self._trackers.clear()

@@ -3,7 +3,7 @@
 The statement is planned by the engine in the driver exactly as ``DeltaTable.merge`` plans it (clause
 model, schema evolution with ``* EXCEPT``, file pruning from the ON condition and the source's key
 range, the transaction's read set); the row work runs on Spark executors
-(:mod:`airflow_provider_delta.spark.merge_execution`) and the driver commits one ``MERGE`` version with
+(:mod:`airflow_provider_delta.spark.merge.execution`) and the driver commits one ``MERGE`` version with
 Delta's metrics. Clause conditions and values are Spark SQL: anything Spark evaluates (``CASE``,
 ``current_date()``, string and date functions, ...) can be used.
 
@@ -26,7 +26,7 @@ from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import MergeError
 from airflow_provider_delta.spark.executor import SparkExecutor
-from airflow_provider_delta.spark.merge_source import SparkMergeSource
+from airflow_provider_delta.spark.merge.source import SparkMergeSource
 from airflow_provider_delta.spark.read import read_delta
 
 if TYPE_CHECKING:

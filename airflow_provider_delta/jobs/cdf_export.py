@@ -16,18 +16,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.commands.cdf_export import export_changes
-from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 JOB = JobDefinition(
     name="cdf_export",
     summary="Export the source table's new change data into a sink, exactly once (the progress lives in the sink).",
     options=(
-        Option("sink", str, None, "The export's destination (a path or URI); required.", aliases=("target", "output")),
+        Option("sink", str, None, "The export's destination (a path or URI).", aliases=("target", "output"),
+               required=True),
         Option("format", str, "parquet", "The sink's format; a sink keeps the format of its first run.",
                choices=("parquet", "delta", "jsonl")),
         Option("name", str, "default", "The exporter's name: one source may feed several exports."),
@@ -46,15 +46,13 @@ JOB = JobDefinition(
                "Record the export's watermark in the source table so VACUUM keeps what it still needs."),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
 )
 
 
 def _options(ctx: JobContext) -> dict[str, Any]:
-    """The declared options (types, choices and defaults checked by ``JOB``); ``sink`` is required."""
-    sink = ctx.option("sink")
-    if not sink:
-        raise JobSpecError("Cannot run job 'cdf_export': option 'sink' (the export's destination) is required")
-    return {"sink": sink, **{o.name: ctx.option(o.name) for o in JOB.options if o.name != "sink"}}
+    """The declared options (types, choices, defaults and the required ``sink`` checked by ``JOB``)."""
+    return {o.name: ctx.option(o.name) for o in JOB.options}
 
 
 def run(ctx: JobContext) -> JobOutput:
@@ -66,12 +64,12 @@ def run(ctx: JobContext) -> JobOutput:
         12
     """
     options = _options(ctx)
-    engine = None
+    exporter = None
     if ctx.spark is not None:
         from airflow_provider_delta.spark.cdf_export import SparkExportEngine  # lazy: imports pyspark
 
-        engine = SparkExportEngine(ctx.spark)
+        exporter = SparkExportEngine(ctx.spark)
     result = export_changes(ctx.spec.table, options.pop("sink"), storage_options=ctx.spec.storage_options,
-                            engine=engine, **options)
+                            engine=exporter, **options)
     version = result.sink_version if result.sink_version is not None else result.end
     return JobOutput(version=version, committed=not result.skipped, metrics=result.to_dict())

@@ -1,13 +1,16 @@
-"""One declaration per job: its options (name, type, default, doc), engines and table arity.
+"""One declaration per job: its options (name, type, default, doc), engines, default engine, table arity.
 
 Each job module declares ``JOB = JobDefinition(...)`` next to its ``run`` function. That one object is
 what every side reads:
 
-- the operator validates ``job_options`` in ``__init__`` (when the DAG is parsed) and again after
-  templates are rendered, with "did you mean ..." for a misspelt name;
+- the job's operator takes its arguments from it: one argument per option (templated, shown in the
+  task's Rendered Template view), checked when the DAG is parsed and again after rendering, with
+  "did you mean ..." for a misspelt name (``operators/job_arguments.py``);
+- a rendered string becomes the declared type in one place, :meth:`Option.convert` (a template
+  renders to a string unless the DAG has ``render_template_as_native_obj=True``);
 - the job runner validates the spec's options before the job runs, and the job reads them back
   (defaults filled in) with ``ctx.option(name)``;
-- the docs (operator docstrings, the README's job table, ``python -m airflow_provider_delta.spark.jobs``)
+- the docs (operator docstrings, the README's job table, ``python -m airflow_provider_delta.jobs.registry``)
   list the options from it.
 
 Standard library only, and no pyspark: the Airflow layer imports these declarations at DAG parse time.
@@ -18,8 +21,9 @@ Example:
     ...     summary="Checkpoint the newest version.",
     ...     options=(Option("cleanup_log", bool, True, "Also delete expired log files."),),
     ...     engines=("local", "spark"),
+    ...     default_engine="local",
     ... )
-    >>> JOB.validate({"cleanup_log": False})
+    >>> JOB.validate({"cleanup_log": "False"})
     {'cleanup_log': False}
     >>> JOB.unknown_options_message(["cleanup"])
     "unknown option 'cleanup' (did you mean 'cleanup_log'?); its options: cleanup_log"
@@ -27,13 +31,13 @@ Example:
 
 from __future__ import annotations
 
+import ast
 import difflib
-import importlib
+import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs import JOBS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -44,11 +48,16 @@ ENGINES: tuple[Engine, ...] = ("spark", "local")
 _MISSING: Any = object()
 # Values a template or an XCom will only provide later: not checkable when the DAG is parsed.
 _TEMPLATE_MARKERS = ("{{", "{%")
+# What a template renders for "no value": Python's None, JSON's null, nothing.
+_NONE_TEXTS = ("", "None", "null")
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
 
 
 def _type_name(kind: type | tuple[type, ...]) -> str:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    return " or ".join(k.__name__ for k in kinds)
+    return " or ".join(k.__name__ for k in _kinds(kind))
 
 
 def is_deferred_value(value: Any) -> bool:
@@ -62,12 +71,36 @@ def is_deferred_value(value: Any) -> bool:
     return not isinstance(value, int | float | bool | type(None))
 
 
+def _parse_text(text: str, kind: type) -> Any:
+    """``text`` as a value of ``kind`` (bool, int, float, list, dict); raises ValueError when it is not one."""
+    if kind is bool:
+        lowered = text.lower()
+        if lowered not in ("true", "false"):
+            raise ValueError(text)
+        return lowered == "true"
+    if kind is int:
+        return int(text)
+    if kind is float:
+        return float(text)
+    if kind in (list, dict):
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = ast.literal_eval(text)  # Python's repr: what a list or dict renders to
+        if isinstance(value, tuple) and kind is list:
+            value = list(value)
+        if not isinstance(value, kind):
+            raise ValueError(text)
+        return value
+    raise ValueError(text)
+
+
 @dataclass(frozen=True)
 class Option:
-    """One option of a job.
+    """One option of a job, and so one argument of its operator.
 
     Args:
-        name: the key in ``job_options`` / the spec's ``options``.
+        name: the key in ``job_options`` / the spec's ``options``, and the operator's argument.
         kind: the JSON type(s) the value must have (``bool``, ``int``, ``float``, ``str``, ``list``,
             ``dict``, or a tuple of them). ``int`` refuses ``True``/``False``; ``float`` accepts ints.
         default: the value when the option is absent (``None``: no default, the job decides).
@@ -77,6 +110,10 @@ class Option:
         spark_only: the option needs engine ``spark`` (e.g. data read by Spark).
         aliases: names users may try for it (Spark's ``mergeSchema`` for ``schema_mode``): an unknown
             option with such a name gets "did you mean" this one.
+        minimum: the smallest value a number option takes.
+        required: the job cannot run without it (the operator's argument has no default).
+        renderer: how Airflow's Rendered Template view shows the rendered value (``sql``, ``json``);
+            default ``json`` for lists and dicts.
     """
 
     name: str
@@ -87,25 +124,52 @@ class Option:
     items: type | None = None
     spark_only: bool = False
     aliases: tuple[str, ...] = ()
+    minimum: float | None = None
+    required: bool = False
+    renderer: str | None = None
+
+    def convert(self, value: Any, where: str) -> Any:
+        """``value`` as the declared type: a (rendered) string is parsed, anything else is returned as is.
+
+        The one place where a template's output becomes the option's type: ``"24"`` -> ``24`` for an
+        ``int``, ``"False"`` -> ``False`` for a ``bool``, ``"['a', 'b']"`` or ``'["a"]'`` -> a list;
+        ``"None"``, ``"null"`` and ``""`` -> None (the option is absent). An option that takes strings
+        keeps them.
+
+        Raises:
+            JobSpecError: the string is not a value of the declared type (naming the option).
+        """
+        kinds = _kinds(self.kind)
+        if not isinstance(value, str) or str in kinds:
+            return value
+        text = value.strip()
+        if text in _NONE_TEXTS:
+            return None
+        for kind in kinds:
+            try:
+                return _parse_text(text, kind)
+            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+                continue
+        raise JobSpecError(
+            f"{where}: option {self.name!r} must be {self.describe_type()}, found {value!r} "
+            "(a string that does not convert to it)"
+        )
 
     def check(self, value: Any, where: str) -> Any:
         """``value`` if it fits this option; raises ``JobSpecError`` naming the option otherwise."""
         if value is None:
             return None
-        kinds = self.kind if isinstance(self.kind, tuple) else (self.kind,)
-        ok = any(_fits(value, k) for k in kinds)
-        if not ok:
-            hint = ""
-            if isinstance(value, str) and str not in kinds:
-                hint = " (a Jinja template renders to a string: give the DAG render_template_as_native_obj=True)"
+        if not any(_fits(value, k) for k in _kinds(self.kind)):
             raise JobSpecError(
                 f"{where}: option {self.name!r} must be {_type_name(self.kind)}, "
-                f"found {value!r} ({type(value).__name__}){hint}"
+                f"found {value!r} ({type(value).__name__})"
             )
         if self.choices and value not in self.choices:
             raise JobSpecError(
                 f"{where}: option {self.name!r} must be one of {', '.join(map(repr, self.choices))}, found {value!r}"
             )
+        if self.minimum is not None and isinstance(value, int | float) and value < self.minimum:
+            raise JobSpecError(f"{where}: option {self.name!r} must be >= {self.minimum:g}, found {value!r}")
         if self.items is not None and isinstance(value, list):
             for i, item in enumerate(value):
                 if not _fits(item, self.items):
@@ -119,10 +183,19 @@ class Option:
         """The type as the docs show it: ``str, one of 'append', 'overwrite'``, ``list[str]``."""
         text = _type_name(self.kind)
         if self.items is not None:
-            text = f"list[{self.items.__name__}]"
+            text = text.replace("list", f"list[{self.items.__name__}]", 1)
         if self.choices:
             text += ", one of " + ", ".join(repr(c) for c in self.choices)
+        if self.minimum is not None:
+            text += f", >= {self.minimum:g}"
         return text
+
+    @property
+    def template_renderer(self) -> str | None:
+        """The Rendered Template view's renderer for this argument (None: plain text)."""
+        if self.renderer is not None:
+            return self.renderer
+        return "json" if set(_kinds(self.kind)) & {list, dict} else None
 
 
 def _fits(value: Any, kind: type) -> bool:
@@ -133,16 +206,17 @@ def _fits(value: Any, kind: type) -> bool:
     return isinstance(value, kind)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobDefinition:
-    """What a job is: its name, options, the engines it runs on, whether it takes a list of tables.
+    """What a job is: its name, options, where it runs, whether it takes a list of tables.
 
     Args:
-        name: the job's name (its key in :data:`airflow_provider_delta.spark.jobs.JOBS`).
+        name: the job's name (its key in :data:`airflow_provider_delta.jobs.registry.JOBS`).
         summary: one sentence for the docs.
-        options: every option the job reads.
-        engines: where it may run; the first is the default. ``"local"`` runs the job in the calling
-            process (the Airflow task) without Spark: for jobs that move no data.
+        options: every option the job reads (each one an argument of the job's operator).
+        engines: where it may run: ``"spark"`` (a Spark driver, spark-submit) and/or ``"local"``
+            (the calling process, the Airflow task, without Spark: for jobs that move no data).
+        default_engine: the engine when the task does not choose one (one of ``engines``).
         multi_table: the job may be given a list of tables, run one after the other in one process,
             with one result per table (maintenance jobs).
         app_transaction: the job commits data and records Delta's ``txn`` (idempotent Airflow retries).
@@ -156,7 +230,8 @@ class JobDefinition:
     name: str
     summary: str
     options: tuple[Option, ...] = ()
-    engines: tuple[Engine, ...] = ("spark", "local")
+    engines: tuple[Engine, ...]
+    default_engine: Engine
     multi_table: bool = False
     app_transaction: bool = False
     outlet: bool = False
@@ -169,11 +244,8 @@ class JobDefinition:
             raise ValueError(f"job {self.name!r} declares an option twice")
         if not self.engines or not set(self.engines) <= set(ENGINES):
             raise ValueError(f"job {self.name!r}: engines must be a non-empty subset of {ENGINES}")
-
-    @property
-    def default_engine(self) -> Engine:
-        """The engine used when the task does not choose one."""
-        return self.engines[0]
+        if self.default_engine not in self.engines:
+            raise ValueError(f"job {self.name!r}: default_engine {self.default_engine!r} is not in {self.engines}")
 
     def option(self, name: str) -> Option:
         """The declaration of option ``name``.
@@ -217,7 +289,9 @@ class JobDefinition:
         where: str | None = None,
         partial: bool = False,
     ) -> dict[str, Any]:
-        """The options with defaults filled in, after checking names, types and cross-option rules.
+        """The options converted (:meth:`Option.convert`), checked, with defaults filled in.
+
+        An option given as None is absent (its default applies).
 
         Args:
             options: the job's options as given.
@@ -227,7 +301,7 @@ class JobDefinition:
                 and the cross-option rules run only when no value is deferred.
 
         Raises:
-            JobSpecError: an unknown or mistyped option, or a broken cross-option rule.
+            JobSpecError: an unknown, mistyped or missing required option, or a broken cross-option rule.
         """
         where = where or f"Cannot run job {self.name!r}"
         given = dict(options or {})
@@ -237,17 +311,19 @@ class JobDefinition:
         values: dict[str, Any] = {}
         deferred = False
         for opt in self.options:
-            value = given.get(opt.name, _MISSING)
-            if value is _MISSING:
-                values[opt.name] = opt.default
-                continue
-            if partial and is_deferred_value(value):
+            value = given.get(opt.name)
+            if partial and value is not None and is_deferred_value(value):
                 deferred = True
                 values[opt.name] = value
                 continue
-            values[opt.name] = opt.check(value, where)
-            if opt.spark_only and value is not None and engine == "local":
+            value = opt.check(opt.convert(value, where), where)
+            if value is None:
+                if opt.required:
+                    raise JobSpecError(f"{where}: option {opt.name!r} is required ({opt.doc})")
+                value = opt.default
+            elif opt.spark_only and engine == "local":
                 raise JobSpecError(f"{where}: option {opt.name!r} needs engine 'spark' (the task runs on 'local')")
+            values[opt.name] = value
         if self.check is not None and not deferred:
             try:
                 self.check(values)
@@ -267,43 +343,18 @@ class JobDefinition:
             return "\n".join([*lines, "No options.", ""])
         lines += ["| option | type | default | meaning |", "|---|---|---|---|"]
         for opt in self.options:
-            default = "" if opt.default is None else f"`{opt.default!r}`"
+            default = "required" if opt.required else "" if opt.default is None else f"`{opt.default!r}`"
             doc = opt.doc + (" Spark only." if opt.spark_only else "")
             lines.append(f"| `{opt.name}` | {opt.describe_type()} | {default} | {doc} |")
         return "\n".join([*lines, ""])
 
-    def docstring(self) -> str:
-        """The job's options as reStructuredText-friendly lines for an operator's docstring."""
-        lines = [f"Job options of ``{self.name}`` (``job_options``):", ""]
+    def docstring(self, heading: str | None = None) -> str:
+        """The job's options as a docstring section (default: the arguments of the job's operator)."""
+        lines = [heading or f"Arguments from the options of job ``{self.name}`` (each templated):", ""]
         for opt in self.options:
-            default = "" if opt.default is None else f", default ``{opt.default!r}``"
+            default = ", required" if opt.required else "" if opt.default is None else f", default ``{opt.default!r}``"
             lines.append(f"- ``{opt.name}`` ({opt.describe_type()}{default}): {opt.doc}")
         return "\n".join(lines)
-
-
-def job_definition(name: str) -> JobDefinition:
-    """The declaration of job ``name`` (imports its module, which imports no pyspark).
-
-    Raises:
-        JobSpecError: no such job, or its module declares no ``JOB``.
-    """
-    if name not in JOBS:
-        raise JobSpecError(f"Cannot run job {name!r}: unknown job (known: {', '.join(sorted(JOBS))})")
-    module = importlib.import_module(JOBS[name])
-    definition = getattr(module, "JOB", None)
-    if not isinstance(definition, JobDefinition):
-        raise JobSpecError(f"Cannot run job {name!r}: module {JOBS[name]!r} declares no JOB = JobDefinition(...)")
-    return definition
-
-
-def all_definitions() -> list[JobDefinition]:
-    """Every registered job's declaration, by name."""
-    return [job_definition(name) for name in sorted(JOBS)]
-
-
-def jobs_markdown() -> str:
-    """Every job's options as Markdown: the README's job table (``python -m airflow_provider_delta.spark.jobs``)."""
-    return "\n".join(d.markdown() for d in all_definitions())
 
 
 ISOLATION_LEVELS = ("Serializable", "WriteSerializable")

@@ -11,10 +11,9 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark import job_script
-from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.run_job import main
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs.registry import JOBS, runner_script
+from airflow_provider_delta.jobs.runner import main
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 
 
 def test_spec_round_trips_through_json_file_and_text(tmp_path: Path) -> None:
@@ -85,22 +84,22 @@ def test_unreadable_spec_exits_1_with_a_result(tmp_path: Path) -> None:
     assert JobResult.read(result_path).error["type"] == "FileNotFoundError"  # type: ignore[index]
 
 
-def test_job_script_resolves_without_importing_pyspark_or_airflow() -> None:
+def test_the_runner_script_resolves_without_importing_pyspark_or_airflow() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from airflow_provider_delta.spark import job_script
-        from airflow_provider_delta.spark.jobs import JOBS
-        from airflow_provider_delta.spark.protocol import JobSpec
-        print(job_script())
+        from airflow_provider_delta.jobs.registry import runner_script
+        from airflow_provider_delta.jobs.registry import JOBS
+        from airflow_provider_delta.jobs.spec import JobSpec
+        print(runner_script())
         print(sorted({m.split(".")[0] for m in sys.modules} & {"pyspark", "airflow"}))
         """
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     path, loaded = out.strip().splitlines()
     assert loaded == "[]"
-    assert path == job_script()
-    assert Path(path).name == "run_job.py"
+    assert path == runner_script()
+    assert Path(path).parts[-2:] == ("jobs", "__main__.py")
     assert Path(path).is_file()
 
 

@@ -33,13 +33,13 @@ from airflow_provider_delta.core.commands.schema.update import SchemaUpdate
 from airflow_provider_delta.core.schema.ddl import parse_alter
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DDLParseError, DeltaError, JobSpecError, SchemaEvolutionError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, isolation_level_option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option, isolation_level_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 OPERATIONS: dict[str, tuple[str, ...]] = {  # builder step -> the keys it takes ("type" is add_column's data type)
     "add_column": ("path", "type", "comment", "first", "after", "nullable"),
@@ -80,7 +80,8 @@ JOB = JobDefinition(
         ),
         isolation_level_option(),
     ),
-    engines=("local", "spark"),
+    engines=("spark", "local"),
+    default_engine="local",
     app_transaction=True,
     outlet=True,
     check=_check,

@@ -14,12 +14,12 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.reorg import reorg
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.maintenance import where_option
-from airflow_provider_delta.spark.jobs.options import JobDefinition
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition
+from airflow_provider_delta.jobs.maintenance import where_option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 
 JOB = JobDefinition(
@@ -29,6 +29,7 @@ JOB = JobDefinition(
         where_option("purged"),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     multi_table=True,
 )
 

@@ -1,4 +1,4 @@
-"""The jobs run in-process (``run_job.main(... --engine local)``): same code as under spark-submit, no JVM.
+"""The jobs run in-process (``runner.main(... --engine local)``): same code as under spark-submit, no JVM.
 
 Conflicts are real: a second writer commits through the engine while the job waits at its
 ``before_commit`` barrier, and the job's commit runs Delta's conflict checker against it.
@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.spark.jobs.run_job import main
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs.runner import main
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from tests.spark_jobs.helpers import (
     SCHEMA,
     ConcurrentWriter,

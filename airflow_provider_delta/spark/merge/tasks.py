@@ -1,7 +1,7 @@
 """The Spark tasks of MERGE: one call per group of joined rows, written with the engine's writer.
 
 Spark joins the target rows with the source and evaluates the clause conditions and values as Spark
-SQL (:mod:`airflow_provider_delta.spark.merge_execution`); the joined rows a clause acts on then reach
+SQL (:mod:`airflow_provider_delta.spark.merge.execution`); the joined rows a clause acts on then reach
 these tasks grouped: the rows updating or deleting rows of one target file in one group (each carries
 its target row's position in the file and the clause's values), and the rows to insert in a few
 groups of their own. A :class:`MergeGroupTask` turns a group into files with core's code, so the rows

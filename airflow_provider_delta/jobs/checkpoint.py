@@ -15,11 +15,11 @@ from airflow_provider_delta.core.log.checkpoint_write import write_checkpoint
 from airflow_provider_delta.core.log.cleanup import cleanup_expired_logs
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import TableNotFoundError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 JOB = JobDefinition(
     name="checkpoint",
@@ -35,7 +35,8 @@ JOB = JobDefinition(
             "A table that does not exist (yet) is reported as skipped instead of failing the job.",
         ),
     ),
-    engines=("local", "spark"),
+    engines=("spark", "local"),
+    default_engine="local",
     multi_table=True,
 )
 

@@ -20,15 +20,11 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.vacuum import vacuum
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.maintenance import (
-    DEFAULT_MAX_FILES_IN_RESULT,
-    number_option,
-)
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 
 JOB = JobDefinition(
@@ -38,18 +34,20 @@ JOB = JobDefinition(
         Option("retention_hours", (int, float), None,
                "Keep files removed within this many hours (default: the table's delta.deletedFileRetentionDuration, "
                "7 days). Honoured as given; Delta 4.1 ignores values other than 0.",
-               aliases=("retention", "retentionHours")),
+               aliases=("retention", "retentionHours"), minimum=0),
         Option("dry_run", bool, False, "Only list what would be deleted; nothing is deleted or committed.",
                aliases=("dryRun", "dry")),
         Option("lite", bool, False, "VACUUM LITE: take the candidates from the log since the last VACUUM."),
         Option("enforce_retention_duration", bool, True,
                "Refuse a retention shorter than the table's (Delta's retentionDurationCheck).",
                aliases=("retentionDurationCheck", "enforce_retention")),
-        Option("max_files_in_result", int, 1000, "How many paths the result lists (numFiles is the total)."),
+        Option("max_files_in_result", int, 1000, "How many paths the result lists (numFiles is the total).",
+               minimum=0),
         Option("respect_exports", bool, True,
                "Refuse to delete files a registered change data exporter still needs (false: delete anyway)."),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     multi_table=True,
 )
 
@@ -61,12 +59,12 @@ def run(ctx: JobContext) -> JobOutput:
         >>> run(JobContext(JobSpec(job="vacuum", table="/data/t", options={"dry_run": True})))  # doctest: +SKIP
         JobOutput(version=12, committed=False, metrics={'files': [...], 'numFiles': 3, ...})
     """
-    retention = number_option(ctx, "retention_hours")
+    retention = ctx.option("retention_hours")  # a number >= 0 (or None): checked by JOB
     dry_run = ctx.option("dry_run", False)
     lite = ctx.option("lite", False)
     enforce = ctx.option("enforce_retention_duration", True)
     respect_exports = bool(ctx.option("respect_exports", True))
-    cap = int(number_option(ctx, "max_files_in_result", minimum=0) or DEFAULT_MAX_FILES_IN_RESULT)
+    cap = int(ctx.option("max_files_in_result"))
     snapshot = load_table_for(ctx.spec.table, "VACUUM", ctx.spec.storage_options)
     result = vacuum(
         snapshot, retention, dry_run=dry_run, lite=lite, enforce_retention_duration=enforce,

@@ -20,7 +20,7 @@ The plan (clauses, evolved schema, candidate files) is core's, as for the local 
 4. the joined rows a clause acts on are grouped by target file (rows to insert in a few groups of
    their own, by a hash of their keys), the groups spread evenly over one task per core
    (:mod:`~airflow_provider_delta.spark.task_slots`), and
-   :class:`~airflow_provider_delta.spark.merge_tasks.MergeGroupTask` writes each group
+   :class:`~airflow_provider_delta.spark.merge.tasks.MergeGroupTask` writes each group
    with core's reader and writer: it reads its file again, rewrites it with the changes, and writes
    inserted rows and change data; unchanged rows never pass through Spark's shuffles. Only
    ``add``/``cdc`` actions and counters come back, and the driver commits once.
@@ -50,8 +50,8 @@ from airflow_provider_delta.core.expressions import Column as ExprColumn
 from airflow_provider_delta.core.write.target import WriteTarget
 from airflow_provider_delta.exceptions import MergeError
 from airflow_provider_delta.spark.file_rows import FILE_INDEX, ROW_INDEX, file_rows_frame
-from airflow_provider_delta.spark.merge_source import SparkMergeSource
-from airflow_provider_delta.spark.merge_tasks import (
+from airflow_provider_delta.spark.merge.source import SparkMergeSource
+from airflow_provider_delta.spark.merge.tasks import (
     BY_SOURCE,
     GROUP,
     INSERT,

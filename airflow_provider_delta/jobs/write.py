@@ -1,6 +1,6 @@
 """The ``write`` job: an idempotent append or overwrite (Delta's replaceWhere) of rows into a table.
 
-Its options are declared in :data:`JOB` (``python -m airflow_provider_delta.spark.jobs`` lists them).
+Its options are declared in :data:`JOB` (``python -m airflow_provider_delta.jobs`` lists them).
 
 With ``app_id``/``app_version`` in the spec the commit records Delta's ``txn`` action, and a run that
 finds the table already holds that application at that version or later writes nothing
@@ -21,13 +21,13 @@ import pyarrow as pa
 from airflow_provider_delta.core.commands.write import write
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, isolation_level_option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option, isolation_level_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 MODES = ("append", "overwrite")
 SOURCE_KEYS = frozenset({"path", "format", "options"})
@@ -60,7 +60,7 @@ JOB = JobDefinition(
             "predicate", str, None,
             "Overwrite only: Delta's replaceWhere, a SQL filter; only matching rows are replaced and every "
             "new row must satisfy it.",
-            aliases=("replace_where", "replaceWhere", "where"),
+            aliases=("replace_where", "replaceWhere", "where"), renderer="sql",
         ),
         Option(
             "source", dict, None,
@@ -85,6 +85,7 @@ JOB = JobDefinition(
         ),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     app_transaction=True,
     outlet=True,
     check=_check,

@@ -1,9 +1,10 @@
-"""spark-submit entry point of every job: read a JSON spec, run the job in the driver, write a JSON result.
+"""The job runner: read a JSON spec, run the job (in a Spark driver, or without Spark), write a JSON result.
 
-Usage::
+Usage (``jobs/__main__.py`` is the file spark-submit runs; see :func:`.registry.runner_script`)::
 
-    spark-submit --master 'local[2]' .../airflow_provider_delta/spark/jobs/run_job.py \\
+    spark-submit --master 'local[2]' .../airflow_provider_delta/jobs/__main__.py \\
         --spec spec.json --result result.json
+    python -m airflow_provider_delta.jobs --spec spec.json --result result.json --engine local
 
 ``--spec`` takes a file path or the JSON text itself. ``--engine local`` runs the job without a
 SparkSession (pure pyarrow in this process: tests, and jobs that need no Spark).
@@ -16,11 +17,9 @@ and the result says why, 1 the spec or the result path could not be used.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from dataclasses import replace
@@ -33,31 +32,18 @@ from airflow_provider_delta.core.transaction.policy import (
     run_with_conflict_policy,
 )
 from airflow_provider_delta.exceptions import JobSpecError
-from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.context import JobContext
-from airflow_provider_delta.spark.jobs.options import job_definition
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs.context import JobContext
+from airflow_provider_delta.jobs.registry import job_definition, job_function
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Sequence
 
-    from airflow_provider_delta.spark.jobs.context import JobOutput
+    from airflow_provider_delta.jobs.context import JobOutput
 
-log = logging.getLogger("airflow_provider_delta.spark.jobs")
+log = logging.getLogger("airflow_provider_delta.jobs")
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_JOB_FAILED = 0, 1, 2
-
-
-def job_function(name: str) -> Callable[[JobContext], JobOutput]:
-    """The ``run`` function of job ``name``.
-
-    Raises:
-        JobSpecError: no such job.
-    """
-    if name not in JOBS:
-        raise JobSpecError(f"Cannot run job {name!r}: unknown job (known: {', '.join(sorted(JOBS))})")
-    run: Callable[[JobContext], JobOutput] = importlib.import_module(JOBS[name]).run
-    return run
 
 
 def spark_session(app_name: str) -> Any:
@@ -231,7 +217,9 @@ def exit_with_parent(interval: float = 0.2) -> threading.Thread:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="run_job", description="Run an airflow-provider-delta job.")
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_provider_delta.jobs", description="Run an airflow-provider-delta job."
+    )
     parser.add_argument("--spec", required=True, help="the job spec: a JSON file path or JSON text")
     parser.add_argument("--result", required=True, help="where to write the JSON result")
     parser.add_argument(
@@ -272,7 +260,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             spark.stop()
     result.write(args.result)
     return EXIT_OK if result.status == "success" else EXIT_JOB_FAILED
-
-
-if __name__ == "__main__":
-    sys.exit(main())

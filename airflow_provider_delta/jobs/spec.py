@@ -1,7 +1,8 @@
-"""The job protocol: a JSON spec goes into a Spark job, a JSON result comes out.
+"""The job spec and the job result: the JSON that goes into one run of a job, and the JSON that comes out.
 
 Standard library only, so both sides share it: the Airflow operator writes a :class:`JobSpec` and
-reads a :class:`JobResult`; the spark-submit entry point (``jobs/run_job.py``) does the reverse.
+reads a :class:`JobResult`; the job runner (:mod:`.runner`, under spark-submit or in the task's
+process) does the reverse.
 
 Spec (``--spec``, a file path or the JSON text itself)::
 
@@ -50,10 +51,10 @@ def _mapping(raw: dict[str, Any], key: str, what: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class JobSpec:
-    """What a Spark job should do.
+    """What one run of a job should do.
 
     Attributes:
-        job: the job's name in :data:`airflow_provider_delta.spark.jobs.JOBS` (``checkpoint``, ``write``).
+        job: the job's name in :data:`airflow_provider_delta.jobs.JOBS` (``checkpoint``, ``write``).
         table: the table's full path or URI (empty when ``tables`` is given).
         storage_options: object-store options for the table.
         options: the job's own options (``{"cleanup_log": true}`` for ``checkpoint``).
@@ -157,7 +158,7 @@ class JobSpec:
 
 @dataclass(frozen=True)
 class JobResult:
-    """What a Spark job did.
+    """What one run of a job did.
 
     Attributes:
         status: ``"success"`` or ``"error"``.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from airflow_provider_delta.spark.jobs.run_job import main, run_spec
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs.runner import main, run_spec
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from tests.unit.core.cdf_export.helpers import busy_table
 
 if TYPE_CHECKING:

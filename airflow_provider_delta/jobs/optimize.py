@@ -18,16 +18,15 @@ from typing import TYPE_CHECKING
 
 from airflow_provider_delta.core.commands.maintenance import load_table_for
 from airflow_provider_delta.core.commands.optimize import optimize
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.maintenance import (
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option
+from airflow_provider_delta.jobs.maintenance import (
     columns_option,
-    number_option,
     where_option,
 )
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option
 
 if TYPE_CHECKING:
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 
 JOB = JobDefinition(
@@ -37,11 +36,12 @@ JOB = JobDefinition(
         where_option("optimized"),
         Option("target_file_size", (int, float), None,
                "Target file size in bytes (default: the table's delta.targetFileSize, else 1 GiB).",
-               aliases=("targetFileSize", "max_file_size")),
+               aliases=("targetFileSize", "max_file_size"), minimum=1),
         Option("zorder_by", (list, str), None, "Columns to Z-order the files of each selected partition by.",
                aliases=("zorder", "zOrderBy", "z_order_by")),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     multi_table=True,
 )
 
@@ -54,7 +54,7 @@ def run(ctx: JobContext) -> JobOutput:
         JobOutput(version=13, committed=True, metrics={'numAddedFiles': 2, ...})
     """
     where = ctx.option("where")
-    size = number_option(ctx, "target_file_size", minimum=1)
+    size = ctx.option("target_file_size")  # a number >= 1: checked by JOB
     zorder = columns_option(ctx, "zorder_by")
     snapshot = load_table_for(ctx.spec.table, "OPTIMIZE", ctx.spec.storage_options)
     result = optimize(

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.spark.jobs.run_job import main
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs.runner import main
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from tests.interop import assert_delta_rs_reads_identically
 from tests.maintenance_tables import disk_files, expired_files_table, small_files_table, with_deletion_vector
 from tests.spark_jobs.helpers import ConcurrentWriter, barrier_hooks
@@ -49,7 +49,7 @@ def test_vacuum_job_deletes_and_records_start_and_end(tmp_path: Path) -> None:
     ("job", "options", "error", "match"),
     [
         ("vacuum", {"retention_hours": 1}, "RetentionPeriodError", "DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"),
-        ("vacuum", {"retention_hours": "1"}, "JobSpecError", "must be int or float"),
+        ("vacuum", {"retention_hours": "one"}, "JobSpecError", "must be int or float, >= 0, found 'one' (a string"),
         ("vacuum", {"retention_hours": True}, "JobSpecError", "'retention_hours' must be int or float, found True"),
         ("optimize", {"where": "id > 1"}, "PredicateError", "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
         ("optimize", {"zorder_by": ["p"]}, "SchemaError", "DELTA_ZORDERING_ON_PARTITION_COLUMN"),

@@ -39,14 +39,14 @@ from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeS
 from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError, JobSpecError, MergeError
-from airflow_provider_delta.spark.jobs.context import JobOutput
-from airflow_provider_delta.spark.jobs.options import JobDefinition, Option, isolation_level_option
+from airflow_provider_delta.jobs.context import JobOutput
+from airflow_provider_delta.jobs.definition import JobDefinition, Option, isolation_level_option
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from airflow_provider_delta.core.commands.merge.model import ActionKind, ClauseKind
-    from airflow_provider_delta.spark.jobs.context import JobContext
+    from airflow_provider_delta.jobs.context import JobContext
 
 CLAUSE_OPTIONS: dict[str, ClauseKind] = {
     "when_matched": "matched",
@@ -149,11 +149,11 @@ JOB = JobDefinition(
             "`{\"rows\": [...]}` (inline, small). With `merge_sql` it may be left out: the name after USING is read.",
         ),
         Option("on", str, None, "The join condition over the aliases, e.g. `target.id = source.id`.",
-               aliases=("condition", "predicate", "on_condition")),
+               aliases=("condition", "predicate", "on_condition"), renderer="sql"),
         Option("merge_sql", str, None,
                "One `MERGE [WITH SCHEMA EVOLUTION] INTO ... USING ... ON ... WHEN ...` statement instead of "
                "`on` and the clause options (the table after INTO is the job's table).",
-               aliases=("sql", "statement")),
+               aliases=("sql", "statement"), renderer="sql"),
         Option("when_matched", list, None, "Clauses for target rows with a matching source row. " + _CLAUSE_DOC,
                items=dict, aliases=("matched", "whenMatched")),
         Option("when_not_matched", list, None, "Clauses for source rows without a target row (insert).",
@@ -169,6 +169,7 @@ JOB = JobDefinition(
         isolation_level_option(),
     ),
     engines=("spark", "local"),
+    default_engine="spark",
     app_transaction=True,
     outlet=True,
     check=_check,
@@ -246,7 +247,7 @@ def _merge_source(data: Any) -> Any:
     """A pyarrow table as it is; a DataFrame as the Spark executor's merge source."""
     if isinstance(data, pa.Table):
         return data
-    from airflow_provider_delta.spark.merge_source import SparkMergeSource  # lazy: imports pyspark
+    from airflow_provider_delta.spark.merge.source import SparkMergeSource  # lazy: imports pyspark
 
     return SparkMergeSource(data)
 
@@ -254,7 +255,7 @@ def _merge_source(data: Any) -> Any:
 def _sql_source(ctx: JobContext, parts: tuple[str, ...]) -> Any:
     """The source a ``merge_sql`` statement names after USING, when no ``source`` option is given."""
     spark = ctx.require_spark(f"reading the MERGE source {'.'.join(parts)!r} named in merge_sql")
-    from airflow_provider_delta.spark.merge import statement_source  # lazy: imports pyspark
+    from airflow_provider_delta.spark.merge.command import statement_source  # lazy: imports pyspark
 
     return statement_source(spark, parts, storage_options=ctx.spec.storage_options)
 

@@ -1,4 +1,4 @@
-"""The ``merge`` and ``schema_evolve`` jobs, run in-process (``run_job.main(... --engine local)``).
+"""The ``merge`` and ``schema_evolve`` jobs, run in-process (``runner.main(... --engine local)``).
 
 Same code as under spark-submit (the Spark runs are in tests/airflow/test_merge_operators.py); here the
 MERGE runs on the local executor. Checked: results, commits, idempotency on retry, bad input that
@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.spark.jobs.run_job import main
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
+from airflow_provider_delta.jobs.runner import main
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from tests.spark_jobs.helpers import ConcurrentWriter, barrier_hooks
 
 if TYPE_CHECKING:
