@@ -146,3 +146,27 @@ def test_a_list_of_tables_is_vacuumed_in_one_job_and_a_missing_table_hides_no_ot
         assert {f.path for f in latest.files()} <= disk_files(root)
     assert [t["metrics"]["files"] for t in result["tables"][::2]] == [["p=b/orphan.parquet"]] * 2
     assert result["tables"][1]["error"]["kind"] == "permanent"
+
+
+def test_the_vacuum_operator_honours_an_exporter_registered_by_file(airflow_db: Path, tmp_path: Path) -> None:
+    from airflow_provider_delta.core.commands.cdf_export import export_changes
+    from tests.airflow.dags.delta_maintenance_operator_dags import lagging_export_dag
+    from tests.unit.core.cdf_export.helpers import busy_table
+
+    src = busy_table(tmp_path / "src")  # no domainMetadata feature: the export registers by file
+    export_changes(src.location, str(tmp_path / "out"), ending_version=1)
+    before = disk_files(Path(src.location))
+    run = lagging_export_dag.test(run_conf={"root": str(tmp_path)})
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {"vacuum": "failed"}
+    failed = xcom_value(lagging_export_dag.dag_id, run.run_id, "vacuum", key="delta_job_result")
+    assert "exporter 'default'" in failed["error"]["message"]
+    assert DeltaTable.latest_version(src.location) == src.version  # refused before VACUUM START
+    assert disk_files(Path(src.location)) == before
+
+    export_changes(src.location, str(tmp_path / "out"))  # caught up: the registration moves
+    run = lagging_export_dag.test(run_conf={"root": str(tmp_path)})
+    assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {"vacuum": "success"}
+    left = disk_files(Path(src.location))
+    registrations = {p for p in left if p.startswith("_airflow_provider_delta/cdf_exports/")}
+    assert len(registrations) == 1  # VACUUM never deletes the registration
+    assert left - registrations == {f.path for f in DeltaTable(src.location).files()}

@@ -7,7 +7,8 @@ data-column ``where``: both tasks must fail with Delta's message.
 
 The operators run their jobs on engine ``local`` (example_delta_maintenance runs them through
 spark-submit). ``delta_maintenance_tables``: VACUUM of a list of tables (``{{ params.root }}/a/t``,
-``/missing``, ``/b/t``) in one job.
+``/missing``, ``/b/t``) in one job. ``delta_maintenance_lagging_export``: VACUUM (retention 0) of
+``{{ params.root }}/src``, whose change data export is registered by a registration file.
 """
 
 from __future__ import annotations
@@ -64,4 +65,16 @@ with DAG(
     DeltaVacuumOperator(
         task_id="vacuum_tables", engine="local", retention_hours=0, enforce_retention_duration=False,
         tables=["{{ params.root }}/a/t", "{{ params.root }}/missing", "{{ params.root }}/b/t"],
+    )
+
+with DAG(
+    dag_id="delta_maintenance_lagging_export",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    params={"root": "/nonexistent"},
+) as lagging_export_dag:
+    # {{ params.root }}/src has a change data export registered by file (no domainMetadata feature).
+    DeltaVacuumOperator(
+        task_id="vacuum", table="{{ params.root }}/src", retention_hours=0, enforce_retention_duration=False,
+        engine="local",
     )
