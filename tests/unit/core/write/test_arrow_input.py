@@ -89,3 +89,22 @@ def test_types_without_a_delta_equivalent_are_refused_naming_the_column(tmp_path
     with pytest.raises(SchemaError, match="'odd'"):
         _upsert(t, data)
     assert DeltaTable(t.location).version == 0
+
+
+def test_target_files_holding_view_large_and_dictionary_types_are_merged_updated_and_deleted(tmp_path: Path) -> None:
+    # delta-rs writes the Arrow types it is given into the files (and their ARROW:schema).
+    import deltalake
+
+    location = str(tmp_path / "t")
+    views = pa.table({"k": pa.array([1, 2], pa.int64()), "s": pa.array(["a", "b"], pa.string_view()),
+                      "l": pa.array([["x"], None], pa.large_list(pa.string_view())),
+                      "d": pa.array(["u", "v"]).dictionary_encode()})
+    deltalake.write_deltalake(location, views)
+    t = DeltaTable(location)
+    source = pa.table({"k": pa.array([2, 3], pa.int64()), "s": pa.array(["B", "c"], pa.large_string()),
+                       "l": pa.array([["y"], ["z"]], pa.list_view(pa.string())),
+                       "d": pa.array(["w", "w"]).dictionary_encode()})
+    _upsert(t, source)
+    t.update("k = 1", {"s": "'z'"})
+    t.delete("k = 3")
+    assert _rows(location) == [{"k": 1, "s": "z", "l": ["x"], "d": "u"}, {"k": 2, "s": "B", "l": ["y"], "d": "w"}]
