@@ -200,10 +200,15 @@ class Arithmetic(Expr):
 
 @dataclass(frozen=True)
 class Function(Expr):
-    """A call of one of :data:`FUNCTIONS` (lower-case name)."""
+    """A call of a Spark SQL function (its canonical lower-case name, see ``expressions.functions``).
+
+    ``dtype`` is the result type, set by :func:`bind`. Two names are syntax rather than calls:
+    ``case`` (``CASE WHEN c1 THEN v1 ... ELSE e END`` as ``(c1, v1, ..., e)``) and ``[]`` (``x[i]``).
+    """
 
     name: str
     args: tuple[Expr, ...] = field(default=())
+    dtype: pa.DataType | None = None
 
 
 def col(name: str, *path: str, qualifier: str | None = None) -> Column:
@@ -319,6 +324,8 @@ def _type_of(expr: Expr) -> pa.DataType | None:
             if pa.types.is_floating(t):
                 return pa.float64()
         return left if pa.types.is_decimal(left) or not pa.types.is_integer(right) else right
+    if isinstance(expr, Function) and expr.dtype is not None:
+        return expr.dtype
     if isinstance(expr, Function):
         if expr.name in ("lower", "upper", "concat", "substring", "trim", "ltrim", "rtrim"):
             return pa.string()

@@ -68,6 +68,14 @@ def _spark_type(t: pa.DataType) -> str:
         return "TIMESTAMP" if t.tz is not None else "TIMESTAMP_NTZ"
     if _is_string_type(t):
         return "STRING"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"ARRAY<{_spark_type(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"MAP<{_spark_type(t.key_type)}, {_spark_type(t.item_type)}>"
+    if pa.types.is_struct(t):
+        return "STRUCT<" + ", ".join(f"{_quote_identifier(f.name)}: {_spark_type(f.type)}" for f in t) + ">"
+    if pa.types.is_null(t):
+        return "VOID"
     return str(t).upper()
 
 
@@ -168,6 +176,14 @@ def _function_sql(expr: Function) -> str:
         return f"-{_operand_sql(expr.args[0])}"
     if expr.name in ("current_date", "current_timestamp") and not expr.args:
         return expr.name
+    if expr.name == "case" and len(expr.args) % 2 == 1:
+        pairs = zip(expr.args[0:-1:2], expr.args[1:-1:2], strict=True)
+        branches = " ".join(f"WHEN {to_sql(c)} THEN {to_sql(v)}" for c, v in pairs)
+        default = expr.args[-1]
+        tail = "" if isinstance(default, Literal) and default.value is None and pa.types.is_null(default.dtype) else f" ELSE {to_sql(default)}"
+        return f"CASE {branches}{tail} END"
+    if expr.name == "[]" and len(expr.args) == 2:
+        return f"{_operand_sql(expr.args[0])}[{to_sql(expr.args[1])}]"
     return f"{expr.name}({', '.join(to_sql(a) for a in expr.args)})"
 
 

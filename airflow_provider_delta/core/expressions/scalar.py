@@ -193,8 +193,17 @@ def _arithmetic_scalar(op: str, left: Any, right: Any) -> Any:
     return math.fmod(left, right) if isinstance(left, float) or isinstance(right, float) else left % right
 
 
+# Functions computed here; others (conditional ones among them: a NULL argument does not make them NULL)
+# are unknown, which keeps the file.
+_SCALAR_FUNCTIONS = frozenset(
+    {"coalesce", "concat", "abs", "negative", "lower", "upper", "length", "trim", "ltrim", "rtrim", "substring"}
+)
+
+
 def _function_scalar(expr: Function, args: list[Any]) -> Any:
     name = expr.name
+    if name not in _SCALAR_FUNCTIONS:
+        return _UNKNOWN
     if name == "coalesce":
         for arg in args:
             if arg is _UNKNOWN:
