@@ -407,12 +407,19 @@ class _Converter:
             return Function("[]", (self.convert(node.this), self.convert(node.expressions[0])))
         if isinstance(node, exp.DPipe):
             return self.call(node, "concat", [node.this, node.expression])
+        if isinstance(node, exp.Concat):  # adjacent string literals
+            return self.call(node, "concat", list(node.expressions))
         if isinstance(node, exp.CurrentDate):
             return Function("current_date")
         if isinstance(node, exp.CurrentTimestamp):
             return Function("current_timestamp")
+        if isinstance(node, exp.RegexpLike):  # x RLIKE p, x REGEXP p
+            return self.call(node, "rlike", [node.this, node.expression])
         if isinstance(node, exp.StrPosition):  # POSITION(sub IN str)
             return self.call(node, "locate", [node.args["substr"], node.this])
+        if isinstance(node, exp.Func) and not isinstance(node, (exp.Cast, exp.Extract)):
+            # Parsed by a sqlglot rule of its own (TRANSFORM, OVERLAY, ...): not one of the engine's.
+            return self.call(node, node.sql_name(), [a for a in node.args.values() if isinstance(a, exp.Expr)])
         raise self.fail(node)
 
     def call(self, node: exp.Expr, name: str, items: list[exp.Expr]) -> Expr:

@@ -280,6 +280,15 @@ def _regexp_replace(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Arr
 register("regexp_replace", "string", (3, 3), _STRING_IN(pa.string()), _regexp_replace)
 
 
+def _rlike(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
+    return _literal_or_rows(
+        args, n, lambda col, p: pc.match_substring_regex(col, p), lambda s, p: re.search(p, s) is not None, pa.bool_()
+    )
+
+
+register("rlike", "string", (2, 2), _STRING_IN(pa.bool_()), _rlike, aliases=("regexp", "regexp_like"))
+
+
 def _named_groups(pattern: str) -> tuple[str, int]:
     """``pattern`` with every capturing group named ``g<i>`` and wrapped whole as ``g0``; and its group count."""
     out, count, i, in_class = [], 0, 0, False
