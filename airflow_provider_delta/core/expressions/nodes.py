@@ -323,6 +323,8 @@ def _type_of(expr: Expr) -> pa.DataType | None:
         for t in (left, right):
             if pa.types.is_floating(t):
                 return pa.float64()
+        if pa.types.is_integer(left) and pa.types.is_integer(right):
+            return left if left.bit_width >= right.bit_width else right
         return left if pa.types.is_decimal(left) or not pa.types.is_integer(right) else right
     if isinstance(expr, Function) and expr.dtype is not None:
         return expr.dtype

@@ -413,6 +413,10 @@ class _Converter:
             return Function("current_date")
         if isinstance(node, exp.CurrentTimestamp):
             return Function("current_timestamp")
+        if isinstance(node, exp.Initcap):  # sqlglot adds a default delimiter argument
+            return self.call(node, "initcap", [node.this])
+        if isinstance(node, exp.Array):  # sqlglot's reading of `array(...)[i]` loses arguments: refuse it
+            raise self.fail(node)
         if isinstance(node, exp.RegexpLike):  # x RLIKE p, x REGEXP p
             return self.call(node, "rlike", [node.this, node.expression])
         if isinstance(node, exp.StrPosition):  # POSITION(sub IN str)

@@ -28,6 +28,7 @@ from airflow_provider_delta.core.expressions.functions.lists import (
     element_codes,
     first_occurrences,
     keep_elements,
+    normalized,
     row_keys,
     sort_order,
     take_rows,
@@ -100,7 +101,11 @@ register("array", "array", (0, None), _type_array, _array)
 
 def _distinct_in(rows: Rows, valid: np.ndarray, result: pa.DataType, codes: np.ndarray) -> pa.Array:
     keep = first_occurrences(row_keys(rows.parents, codes))
-    return keep_elements(rows, keep, valid, result)
+    return keep_elements(_normal(rows), keep, valid, result)
+
+
+def _normal(rows: Rows) -> Rows:
+    return Rows(normalized(rows.values), rows.parents, rows.starts, rows.lengths, rows.valid)
 
 
 def _array_distinct(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
@@ -132,7 +137,7 @@ def _filter_by_other(args: list[ArgValue], result: pa.DataType, n: int, *, insid
     width = int(max(lcodes.max(initial=0), rcodes.max(initial=0))) + 1
     lkeys, rkeys = left.parents * width + lcodes, right.parents * width + rcodes
     keep = first_occurrences(lkeys) & (np.isin(lkeys, rkeys) == inside)
-    return keep_elements(left, keep, left.valid & right.valid, result)
+    return keep_elements(_normal(left), keep, left.valid & right.valid, result)
 
 
 def _array_intersect(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:

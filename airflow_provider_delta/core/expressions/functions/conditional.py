@@ -52,7 +52,7 @@ def _if(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     return pc.if_else(_holds(args[0], n), as_array(args[1], n), as_array(args[2], n)).cast(result)
 
 
-register("if", "conditional", (3, 3), _type_if, _if, aliases=("iff",), conditional=True)
+register("if", "conditional", (3, 3), _type_if, _if, conditional=True)
 
 
 def _type_case(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:

@@ -98,7 +98,8 @@ def _to_date_array(days: np.ndarray, mask: np.ndarray) -> pa.Array:
 
 def _type_date_add(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataType]:
     t = type_of(args[1])
-    require(pa.types.is_integer(t) or pa.types.is_null(t), f"{name} needs an integer number of days, found {t}")
+    small = pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t)
+    require(small or pa.types.is_null(t), f"{name} needs an int, smallint or tinyint number of days, found {t}")
     return [as_date(args[0], name), cast_to(args[1], pa.int32())], pa.date32()
 
 

@@ -70,6 +70,8 @@ def build_list(
     values: pa.Array, lengths: np.ndarray, valid: np.ndarray, list_type: pa.DataType
 ) -> pa.Array:
     """A list column of ``len(lengths)`` rows from flat ``values`` (null where not ``valid``)."""
+    if not valid.all():  # values of rows that become NULL go
+        values = values.filter(pa.array(np.repeat(valid, lengths)))
     offsets = np.concatenate([[0], np.cumsum(np.where(valid, lengths, 0))]).astype(np.int32)
     element = list_type.value_type
     if values.type != element:
@@ -93,6 +95,11 @@ def keep_elements(rows: Rows, keep: np.ndarray, valid: np.ndarray, list_type: pa
 
 
 # ------------------------------------------------------------------------------------- equality
+
+
+def normalized(values: pa.Array) -> pa.Array:
+    """Values as Spark's set functions return them (``-0.0`` as ``0.0``)."""
+    return _normalized(values)
 
 
 def _normalized(values: pa.Array) -> pa.Array:
@@ -155,15 +162,11 @@ def sort_order(rows: Rows, *, descending: bool, nulls_first: bool) -> np.ndarray
     values = _normalized(rows.values) if pa.types.is_dictionary(rows.values.type) else rows.values
     is_null = np.asarray(values.is_null().to_numpy(zero_copy_only=False), dtype=bool)
     rank = np.ones(len(values), dtype=np.int8)
-    negative_zero = np.zeros(len(values), dtype=np.int8)
-    if pa.types.is_floating(values.type):
+    if pa.types.is_floating(values.type):  # -0.0 and 0.0 are equal (the sort is stable)
         floats = np.asarray(values.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
         rank[np.isnan(floats)] = 0 if descending else 2
-        negative_zero = ((floats == 0) & np.signbit(floats)).astype(np.int8)
         values = pa.array(np.where(np.isnan(floats), 0, floats), values.type)
     rank[is_null] = 0 if nulls_first else 3
-    if not descending:  # ascending: -0.0 before 0.0; descending: 0.0 before -0.0
-        negative_zero = 1 - negative_zero
-    table = pa.table({"p": rows.parents, "r": rank, "v": values, "z": negative_zero})
-    keys = [("p", "ascending"), ("r", "ascending"), ("v", "descending" if descending else "ascending"), ("z", "ascending")]
+    table = pa.table({"p": rows.parents, "r": rank, "v": values})
+    keys = [("p", "ascending"), ("r", "ascending"), ("v", "descending" if descending else "ascending")]
     return np.asarray(pc.sort_indices(table, sort_keys=keys), dtype=np.int64)

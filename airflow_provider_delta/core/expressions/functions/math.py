@@ -84,7 +84,7 @@ def _round_floats(column: pa.Array, digits: int, mode: str, result: pa.DataType)
         rounded = np.where(np.isfinite(values), rounded, values)
     for i in np.flatnonzero(near_half):  # decided by the decimal digits, not the binary value
         rounded[i] = _rounded(float(values[i]), digits, mode)
-    rounded = np.where(values == 0, values, rounded)
+    rounded = rounded + 0.0  # a result of zero is +0.0, as Spark's BigDecimal gives
     return pa.array(rounded, pa.float64(), mask=null_mask(column)).cast(result)
 
 
@@ -199,7 +199,8 @@ register("pi", "math", (0, 0), lambda a: (a, pa.float64()), lambda a, r, n: as_a
 
 def _sign(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     column = as_array(args[0], n).cast(pa.float64())
-    return pc.sign(column).cast(pa.float64())
+    x = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    return pa.array(np.where(x == 0, x, np.sign(x)), pa.float64(), mask=null_mask(column))  # Math.signum(-0.0) = -0.0
 
 
 register("sign", "math", (1, 1), lambda a: (a if _number(a[0], "sign") else a, pa.float64()), _sign, aliases=("signum",))

@@ -111,6 +111,8 @@ def cast_to(expr: Expr, target: pa.DataType) -> Expr:
     current = type_of(expr)
     if current == target:
         return expr
+    if _is_string_type(target) and not _is_simple(current):
+        raise FunctionTypeError(f"cannot use {current} where a string is expected")
     if isinstance(expr, Literal):
         if expr.value is None:
             return Literal(None, target)

@@ -183,8 +183,9 @@ def _left(args: list[ArgValue], result: pa.DataType, n: int, *, right: bool) -> 
     def fast(column: pa.Array, count: int) -> pa.Array:
         if count <= 0:
             return with_nulls(as_array(pa.scalar(""), n), null_mask(column))
-        options = pc.SliceOptions(-count) if right else pc.SliceOptions(0, count)
-        return pc.utf8_slice_codeunits(column, options.start, options.stop, options.step)
+        if right:
+            return pc.utf8_slice_codeunits(column, -count)
+        return pc.utf8_slice_codeunits(column, 0, count)
 
     def slow(value: str, count: int) -> str:
         if count <= 0:
