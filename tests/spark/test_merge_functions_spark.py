@@ -30,26 +30,44 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings(f"ignore:{PANDAS_3_WARNING}:FutureWarning")]
 
 TAGS = pa.list_(pa.string())
-SCHEMA = pa.schema([
-    ("id", pa.int64()), ("tags", TAGS), ("scores", pa.list_(pa.int32())), ("name", pa.string()),
-    ("props", pa.map_(pa.string(), pa.int32())), ("seen", pa.date32()), ("amount", pa.float64()),
-])
-TARGET = pa.table({
-    "id": [1, 2, 3, 4, 5],
-    "tags": [["a", "b"], ["x"], None, [], ["b", None, "b"]],
-    "scores": [[1, 2], [3, None], [], None, [5, 5]],
-    "name": ["ann", "BOB", None, "dee", "eve smith"],
-    "props": [[("k", 1)], [], None, [("k", 2), ("j", 3)], [("z", 0)]],
-    "seen": [dt.date(2024, 1, 31), dt.date(2023, 2, 28), None, dt.date(2020, 2, 29), dt.date(2024, 12, 31)],
-    "amount": [1.005, -2.5, None, 0.0, 12.345],
-}, schema=SCHEMA)
-SOURCE = pa.table({
-    "id": pa.array([2, 3, 4, 5, 6, 7], pa.int64()),
-    "tags": pa.array([["x", "y"], ["c"], None, ["b", "c"], ["n"], []], TAGS),
-    "drop": pa.array([["x"], [], ["q"], [None], None, []], TAGS),
-    "name": ["Bobby", "cy", None, "Eve", "new one", "seven"],
-    "op": ["u", "u", "d", "u", "i", "i"],
-})
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("tags", TAGS),
+        ("scores", pa.list_(pa.int32())),
+        ("name", pa.string()),
+        ("props", pa.map_(pa.string(), pa.int32())),
+        ("seen", pa.date32()),
+        ("amount", pa.float64()),
+    ]
+)
+TARGET = pa.table(
+    {
+        "id": [1, 2, 3, 4, 5],
+        "tags": [["a", "b"], ["x"], None, [], ["b", None, "b"]],
+        "scores": [[1, 2], [3, None], [], None, [5, 5]],
+        "name": ["ann", "BOB", None, "dee", "eve smith"],
+        "props": [[("k", 1)], [], None, [("k", 2), ("j", 3)], [("z", 0)]],
+        "seen": [
+            dt.date(2024, 1, 31),
+            dt.date(2023, 2, 28),
+            None,
+            dt.date(2020, 2, 29),
+            dt.date(2024, 12, 31),
+        ],
+        "amount": [1.005, -2.5, None, 0.0, 12.345],
+    },
+    schema=SCHEMA,
+)
+SOURCE = pa.table(
+    {
+        "id": pa.array([2, 3, 4, 5, 6, 7], pa.int64()),
+        "tags": pa.array([["x", "y"], ["c"], None, ["b", "c"], ["n"], []], TAGS),
+        "drop": pa.array([["x"], [], ["q"], [None], None, []], TAGS),
+        "name": ["Bobby", "cy", None, "Eve", "new one", "seven"],
+        "op": ["u", "u", "d", "u", "i", "i"],
+    }
+)
 
 CLAUSES: dict[str, Any] = {
     "delete": "s.op = 'd' AND arrays_overlap(t.tags, array('q', 'x')) IS NOT TRUE",
@@ -57,9 +75,10 @@ CLAUSES: dict[str, Any] = {
     "update_set": {
         "tags": "array_except(array_union(array_distinct(coalesce(t.tags, array())), s.tags), s.drop)",
         "scores": "array_remove(array_distinct(concat(coalesce(t.scores, array()), array(size(s.tags)))), 5)",
-        "name": "CASE WHEN length(s.name) > 3 THEN initcap(lower(s.name)) ELSE concat_ws('-', upper(s.name), t.name) END",
+        "name": "CASE WHEN length(s.name) > 3 THEN initcap(lower(s.name)) "
+        "ELSE concat_ws('-', upper(s.name), t.name) END",
         "props": "map_concat(map('n', size(array_intersect(coalesce(t.tags, array()), s.tags))), "
-                 "map('m', coalesce(element_at(t.props, 'k'), -1)))",
+        "map('m', coalesce(element_at(t.props, 'k'), -1)))",
         "seen": "add_months(coalesce(t.seen, DATE'2000-01-31'), 1)",
         "amount": "round(coalesce(t.amount, 0.5D) * 2, 1)",
     },
@@ -72,7 +91,10 @@ CLAUSES: dict[str, Any] = {
         "seen": "date_add(DATE'2024-02-28', size(s.tags))",
         "amount": "CAST(greatest(1, size(s.tags)) AS DOUBLE)",
     },
-    "by_source_set": {"tags": "array_distinct(array_union(t.tags, array('stale')))", "name": "nvl2(t.name, upper(t.name), 'none')"},
+    "by_source_set": {
+        "tags": "array_distinct(array_union(t.tags, array('stale')))",
+        "name": "nvl2(t.name, upper(t.name), 'none')",
+    },
 }
 
 
@@ -104,12 +126,20 @@ def test_a_merge_with_spark_functions_runs_locally_and_gives_what_spark_gives(
     spark_utc: SparkSession, tmp_path: Path
 ) -> None:
     local, spark_copy = two_tables(tmp_path)
-    expected = clauses(DeltaTable(str(local)).merge(SOURCE, "t.id = s.id", source_alias="s", target_alias="t")).execute()
+    expected = clauses(
+        DeltaTable(str(local)).merge(SOURCE, "t.id = s.id", source_alias="s", target_alias="t")
+    ).execute()
     frame = spark_utc.createDataFrame(SOURCE)
-    got = clauses(merge_delta(spark_utc, str(spark_copy), frame, "t.id = s.id", source_alias="s", target_alias="t")).execute()
+    got = clauses(
+        merge_delta(spark_utc, str(spark_copy), frame, "t.id = s.id", source_alias="s", target_alias="t")
+    ).execute()
 
     assert_same_merge(local, spark_copy, 1, expected, got)
-    assert (got["numTargetRowsUpdated"], got["numTargetRowsInserted"], got["numTargetRowsDeleted"]) == (4, 2, 1)
+    assert (got["numTargetRowsUpdated"], got["numTargetRowsInserted"], got["numTargetRowsDeleted"]) == (
+        4,
+        2,
+        1,
+    )
     rows = {r["id"]: r for r in DeltaTable(str(local)).to_arrow().to_pylist()}
     assert rows[2]["tags"] == ["y"]  # array_except(array_union(['x'], ['x', 'y']), ['x'])
     assert rows[6]["tags"] == ["new", "n"]  # sort_array(array_union(['n'], ['new']), false)
@@ -134,11 +164,17 @@ def test_a_function_the_local_engine_lacks_is_refused_naming_it_and_runs_on_spar
     spark_utc: SparkSession, tmp_path: Path
 ) -> None:
     local, spark_copy = two_tables(tmp_path)
-    with pytest.raises(MergeError, match=r"'soundex' is not supported by the local engine.*Spark executor") as err:
-        DeltaTable(str(local)).merge(SOURCE, "t.id = s.id", source_alias="s", target_alias="t") \
-            .when_matched_update(set={"name": "soundex(s.name)"}).execute()
+    with pytest.raises(
+        MergeError, match=r"'soundex' is not supported by the local engine.*Spark executor"
+    ) as err:
+        DeltaTable(str(local)).merge(
+            SOURCE, "t.id = s.id", source_alias="s", target_alias="t"
+        ).when_matched_update(set={"name": "soundex(s.name)"}).execute()
     assert err.value.clause == "WHEN MATCHED clause 1 (UPDATE)"
     frame = spark_utc.createDataFrame(SOURCE)
-    metrics = merge_delta(spark_utc, str(spark_copy), frame, "t.id = s.id", source_alias="s", target_alias="t") \
-        .when_matched_update(set={"name": "soundex(s.name)"}).execute()
+    metrics = (
+        merge_delta(spark_utc, str(spark_copy), frame, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(set={"name": "soundex(s.name)"})
+        .execute()
+    )
     assert metrics["numTargetRowsUpdated"] == 4

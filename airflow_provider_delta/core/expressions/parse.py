@@ -24,7 +24,6 @@ from sqlglot import exp
 from sqlglot.dialects.spark import Spark
 
 from airflow_provider_delta.core.expressions.functions import check_arity, lookup
-
 from airflow_provider_delta.core.expressions.nodes import (
     And,
     Arithmetic,
@@ -181,7 +180,7 @@ class _CallsByName(Spark):
     an addition of ``1 * -1``, ``log10(x)`` a two-argument log); here the engine maps Spark's names.
     """
 
-    class Parser(Spark.Parser):
+    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
         FUNCTIONS: dict[str, Any] = {}  # noqa: RUF012 - sqlglot's class-level table
 
 

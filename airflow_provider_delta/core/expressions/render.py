@@ -180,7 +180,8 @@ def _function_sql(expr: Function) -> str:
         pairs = zip(expr.args[0:-1:2], expr.args[1:-1:2], strict=True)
         branches = " ".join(f"WHEN {to_sql(c)} THEN {to_sql(v)}" for c, v in pairs)
         default = expr.args[-1]
-        tail = "" if isinstance(default, Literal) and default.value is None and pa.types.is_null(default.dtype) else f" ELSE {to_sql(default)}"
+        untyped_null = isinstance(default, Literal) and default.value is None and pa.types.is_null(default.dtype)
+        tail = "" if untyped_null else f" ELSE {to_sql(default)}"
         return f"CASE {branches}{tail} END"
     if expr.name == "[]" and len(expr.args) == 2:
         return f"{_operand_sql(expr.args[0])}[{to_sql(expr.args[1])}]"

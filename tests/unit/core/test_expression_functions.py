@@ -40,7 +40,10 @@ def same(a: Any, b: Any) -> bool:
     ("text", "expected"),
     [
         ("array_union(array(1, 2, 2, NULL), array(3, NULL, 1))", [1, 2, None, 3]),
-        ("array_union(array(CAST('NaN' AS DOUBLE), 0.0D, -0.0D), array(CAST('NaN' AS DOUBLE), -0.0D))", [NAN, 0.0]),
+        (
+            "array_union(array(CAST('NaN' AS DOUBLE), 0.0D, -0.0D), array(CAST('NaN' AS DOUBLE), -0.0D))",
+            [NAN, 0.0],
+        ),
         ("array_intersect(array(1, 2, 2, NULL, 3), array(3, NULL, 2, 2))", [2, None, 3]),
         ("array_except(array(1, 2, 2, NULL, 3), array(3))", [1, 2, None]),
         ("array_except(array(1, NULL), array(NULL))", [1]),
@@ -54,7 +57,10 @@ def same(a: Any, b: Any) -> bool:
         ("element_at(array(1, 2, 3), -1)", 3),
         ("slice(array(1, 2, 3, 4), -2, 5)", [3, 4]),
         ("slice(array(1, 2, 3, 4), 5, 1)", []),
-        ("sort_array(array(CAST('NaN' AS DOUBLE), 1.0D, -0.0D, 0.0D, NULL, -1.0D))", [None, -1.0, -0.0, 0.0, 1.0, NAN]),
+        (
+            "sort_array(array(CAST('NaN' AS DOUBLE), 1.0D, -0.0D, 0.0D, NULL, -1.0D))",
+            [None, -1.0, -0.0, 0.0, 1.0, NAN],
+        ),
         ("sort_array(array(3, NULL, 1), false)", [3, 1, None]),
         ("array_sort(array(3, NULL, 1))", [1, 3, None]),
         ("flatten(array(array(1, 2), NULL))", None),
@@ -115,8 +121,14 @@ def test_map_struct_string_and_hash_functions_give_sparks_values(text: str, expe
         ("datediff(TIMESTAMP'2020-03-01 23:00:00', '2020-02-01')", 29),
         ("to_date('02/01/2020', 'dd/MM/yyyy')", dt.date(2020, 1, 2)),
         ("date_format(TIMESTAMP'2020-01-02 13:04:05', 'hh a EEE MMM MMMM E')", "01 PM Thu Jan January Thu"),
-        ("date_format(TIMESTAMP'2020-01-02 03:04:05.678', 'yyyy-MM-dd HH:mm:ss.SSS')", "2020-01-02 03:04:05.678"),
-        ("date_trunc('week', TIMESTAMP'2020-05-17 10:11:12')", dt.datetime(2020, 5, 11, tzinfo=dt.timezone.utc)),
+        (
+            "date_format(TIMESTAMP'2020-01-02 03:04:05.678', 'yyyy-MM-dd HH:mm:ss.SSS')",
+            "2020-01-02 03:04:05.678",
+        ),
+        (
+            "date_trunc('week', TIMESTAMP'2020-05-17 10:11:12')",
+            dt.datetime(2020, 5, 11, tzinfo=dt.timezone.utc),
+        ),
         ("date_trunc('bogus', TIMESTAMP'2020-05-17 10:11:12')", None),
         ("trunc(DATE'2020-05-17', 'Q')", None),
         ("unix_timestamp('2020-01-01', 'yyyy-MM-dd')", 1577836800),
@@ -189,7 +201,9 @@ def test_case_computes_a_branch_only_on_the_rows_that_take_it() -> None:
 
 
 def test_an_unknown_function_is_refused_naming_it_and_the_spark_executor() -> None:
-    with pytest.raises(PredicateError, match=r"'soundex' is not supported by the local engine.*Spark executor"):
+    with pytest.raises(
+        PredicateError, match=r"'soundex' is not supported by the local engine.*Spark executor"
+    ):
         parse_expression("soundex(name)")
 
 

@@ -40,6 +40,7 @@ from airflow_provider_delta.core.expressions.functions.registry import (
     cast_to,
     coerce_all,
     common_type,
+    constant,
     is_list_type,
     literal_value,
     null_mask,
@@ -202,21 +203,43 @@ def _arrays_overlap(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Arr
     return pa.array(common, pa.bool_(), mask=~(left.valid & right.valid) | unknown)
 
 
-def _type_membership(args: list[Expr], name: str, result: pa.DataType | None) -> tuple[list[Expr], pa.DataType]:
+def _type_membership(
+    args: list[Expr], name: str, result: pa.DataType | None
+) -> tuple[list[Expr], pa.DataType]:
     cast, list_type = _array_and_element(args, name)
     return cast, list_type if result is None else result
 
 
-register("array_contains", "array", (2, 2), lambda a: _type_membership(a, "array_contains", pa.bool_()), _array_contains)
+register(
+    "array_contains",
+    "array",
+    (2, 2),
+    lambda a: _type_membership(a, "array_contains", pa.bool_()),
+    _array_contains,
+)
 register("array_remove", "array", (2, 2), lambda a: _type_membership(a, "array_remove", None), _array_remove)
-register("array_position", "array", (2, 2), lambda a: _type_membership(a, "array_position", pa.int64()), _array_position)
-register("arrays_overlap", "array", (2, 2), lambda a: (_same_arrays(a, "arrays_overlap")[0], pa.bool_()), _arrays_overlap)
+register(
+    "array_position",
+    "array",
+    (2, 2),
+    lambda a: _type_membership(a, "array_position", pa.int64()),
+    _array_position,
+)
+register(
+    "arrays_overlap",
+    "array",
+    (2, 2),
+    lambda a: (_same_arrays(a, "arrays_overlap")[0], pa.bool_()),
+    _arrays_overlap,
+)
 
 
 # ---------------------------------------------------------------------------------- indexing
 
 
-def _element_index(rows: Rows, index: pa.Array, *, one_based: bool, name: str) -> tuple[np.ndarray, np.ndarray]:
+def _element_index(
+    rows: Rows, index: pa.Array, *, one_based: bool, name: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Flat positions of each row's element at ``index`` and the rows that have none (null result)."""
     missing = ~rows.valid | null_mask(index)
     i = np.asarray(index.fill_null(1 if one_based else 0).to_numpy(zero_copy_only=False), dtype=np.int64)
@@ -293,21 +316,26 @@ register("slice", "array", (3, 3), _type_slice, _slice)
 # ------------------------------------------------------------------------------ order and shape
 
 
-def _sorted(args: list[ArgValue], result: pa.DataType, n: int, *, descending: bool, nulls_first: bool) -> pa.Array:
+def _sorted(
+    args: list[ArgValue], result: pa.DataType, n: int, *, descending: bool, nulls_first: bool
+) -> pa.Array:
     rows = Rows.of(as_array(args[0], n))
     order = sort_order(rows, descending=descending, nulls_first=nulls_first)
     return build_list(rows.values.take(pa.array(order)), rows.lengths, rows.valid, result)
 
 
 def _sort_array(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
-    ascending = True if len(args) == 1 else bool(args[1].as_py())  # type: ignore[union-attr]
+    ascending = True if len(args) == 1 else bool(constant(args[1])[1])
     return _sorted(args[:1], result, n, descending=not ascending, nulls_first=ascending)
 
 
 def _type_sort_array(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:
     t = _list_arg(args[0], "sort_array")
     if len(args) == 2:
-        require(isinstance(literal_value(args[1], "sort_array's order"), bool), "sort_array's order must be a boolean")
+        require(
+            isinstance(literal_value(args[1], "sort_array's order"), bool),
+            "sort_array's order must be a boolean",
+        )
     return args, t
 
 
@@ -324,16 +352,30 @@ register(
 def _bound(args: list[ArgValue], result: pa.DataType, n: int, *, largest: bool) -> pa.Array:
     rows = Rows.of(as_array(args[0], n))
     order = sort_order(rows, descending=largest, nulls_first=False)
-    first = rows.values.take(pa.array(order)).take(pa.array(np.where(rows.lengths > 0, rows.starts, 0))) if len(order) else None
+    first = (
+        rows.values.take(pa.array(order)).take(pa.array(np.where(rows.lengths > 0, rows.starts, 0)))
+        if len(order)
+        else None
+    )
     if first is None:
         return pa.nulls(n, result)
     return with_nulls(first.cast(result), ~rows.valid | (rows.lengths == 0))
 
 
-register("array_max", "array", (1, 1), lambda a: (a, _list_arg(a[0], "array_max").value_type),
-         lambda args, result, n: _bound(args, result, n, largest=True))
-register("array_min", "array", (1, 1), lambda a: (a, _list_arg(a[0], "array_min").value_type),
-         lambda args, result, n: _bound(args, result, n, largest=False))
+register(
+    "array_max",
+    "array",
+    (1, 1),
+    lambda a: (a, _list_arg(a[0], "array_max").value_type),
+    lambda args, result, n: _bound(args, result, n, largest=True),
+)
+register(
+    "array_min",
+    "array",
+    (1, 1),
+    lambda a: (a, _list_arg(a[0], "array_min").value_type),
+    lambda args, result, n: _bound(args, result, n, largest=False),
+)
 
 
 def _flatten(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
@@ -384,7 +426,12 @@ def _array_join(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
         keep &= ~null_mask(values) if len(values) else keep
     else:
         keep = ~null_mask(values) if len(values) else np.ones(0, bool)
-    lists = keep_elements(Rows(values, rows.parents, rows.starts, rows.lengths, rows.valid), keep, rows.valid, pa.list_(pa.string()))
+    lists = keep_elements(
+        Rows(values, rows.parents, rows.starts, rows.lengths, rows.valid),
+        keep,
+        rows.valid,
+        pa.list_(pa.string()),
+    )
     separator = args[1] if isinstance(args[1], pa.Scalar) else as_array(args[1], n)
     joined = pc.binary_join(lists, separator)
     if len(args) == 3:  # a NULL replacement makes the result NULL, as in Spark

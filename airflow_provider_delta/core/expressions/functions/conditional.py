@@ -9,11 +9,14 @@ Branches take their common type (Spark's type widening); a NULL condition counts
 Example:
     >>> from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression
     >>> t = pa.table({"x": [0, 5, None]})
-    >>> evaluate(bind(parse_expression("CASE WHEN x > 1 THEN 'big' WHEN x = 0 THEN 'zero' END"), t.schema), t).to_pylist()
+    >>> case = parse_expression("CASE WHEN x > 1 THEN 'big' WHEN x = 0 THEN 'zero' END")
+    >>> evaluate(bind(case, t.schema), t).to_pylist()
     ['zero', 'big', None]
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -30,7 +33,9 @@ from airflow_provider_delta.core.expressions.functions.registry import (
     require,
     type_of,
 )
-from airflow_provider_delta.core.expressions.nodes import Expr
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.core.expressions.nodes import Expr
 
 
 def _condition(expr: Expr, name: str) -> Expr:
@@ -114,7 +119,10 @@ def _extreme(args: list[ArgValue], result: pa.DataType, n: int, *, largest: bool
     pick = pc.max_element_wise if largest else pc.min_element_wise
     if not pa.types.is_floating(result):
         return pick(*columns, skip_nulls=True)
-    nan = [np.asarray(pc.fill_null(pc.is_nan(c), False).to_numpy(zero_copy_only=False), dtype=bool) for c in columns]
+    nan = [
+        np.asarray(pc.fill_null(pc.is_nan(c), False).to_numpy(zero_copy_only=False), dtype=bool)
+        for c in columns
+    ]
     plain = [pc.if_else(pa.array(m), pa.scalar(None, result), c) for c, m in zip(columns, nan, strict=True)]
     found = pick(*plain, skip_nulls=True)
     any_nan = np.logical_or.reduce(nan)
@@ -129,7 +137,17 @@ def _type_extreme(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataType]
     return cast, result
 
 
-register("greatest", "conditional", (2, None), lambda a: _type_extreme(a, "greatest"),
-         lambda a, r, n: _extreme(a, r, n, largest=True))
-register("least", "conditional", (2, None), lambda a: _type_extreme(a, "least"),
-         lambda a, r, n: _extreme(a, r, n, largest=False))
+register(
+    "greatest",
+    "conditional",
+    (2, None),
+    lambda a: _type_extreme(a, "greatest"),
+    lambda a, r, n: _extreme(a, r, n, largest=True),
+)
+register(
+    "least",
+    "conditional",
+    (2, None),
+    lambda a: _type_extreme(a, "least"),
+    lambda a, r, n: _extreme(a, r, n, largest=False),
+)

@@ -16,8 +16,9 @@ Example:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -38,6 +39,9 @@ from airflow_provider_delta.core.expressions.functions.registry import (
 )
 from airflow_provider_delta.core.expressions.nodes import Cast, Expr, Function
 from airflow_provider_delta.core.expressions.values import _convert_value, _is_string_type
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 TIMESTAMP = pa.timestamp("us", tz="UTC")
 _DAY_US = 86_400_000_000
@@ -99,20 +103,36 @@ def _to_date_array(days: np.ndarray, mask: np.ndarray) -> pa.Array:
 def _type_date_add(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataType]:
     t = type_of(args[1])
     small = pa.types.is_int8(t) or pa.types.is_int16(t) or pa.types.is_int32(t)
-    require(small or pa.types.is_null(t), f"{name} needs an int, smallint or tinyint number of days, found {t}")
+    require(
+        small or pa.types.is_null(t), f"{name} needs an int, smallint or tinyint number of days, found {t}"
+    )
     return [as_date(args[0], name), cast_to(args[1], pa.int32())], pa.date32()
 
 
 def _date_add(args: list[ArgValue], result: pa.DataType, n: int, sign: int) -> pa.Array:
     days, delta = as_array(args[0], n), as_array(args[1], n)
     mask = null_mask(days, delta)
-    shifted = _days(days) + sign * np.asarray(delta.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    shifted = _days(days) + sign * np.asarray(
+        delta.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64
+    )
     return _to_date_array(shifted, mask)
 
 
-register("date_add", "datetime", (2, 2), lambda a: _type_date_add(a, "date_add"), lambda a, r, n: _date_add(a, r, n, 1),
-         aliases=("dateadd",))
-register("date_sub", "datetime", (2, 2), lambda a: _type_date_add(a, "date_sub"), lambda a, r, n: _date_add(a, r, n, -1))
+register(
+    "date_add",
+    "datetime",
+    (2, 2),
+    lambda a: _type_date_add(a, "date_add"),
+    lambda a, r, n: _date_add(a, r, n, 1),
+    aliases=("dateadd",),
+)
+register(
+    "date_sub",
+    "datetime",
+    (2, 2),
+    lambda a: _type_date_add(a, "date_sub"),
+    lambda a, r, n: _date_add(a, r, n, -1),
+)
 
 
 def _datediff(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
@@ -120,20 +140,35 @@ def _datediff(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     return pa.array((_days(end) - _days(start)).astype(np.int32), pa.int32(), mask=null_mask(end, start))
 
 
-register("datediff", "datetime", (2, 2), lambda a: ([as_date(x, "datediff") for x in a], pa.int32()), _datediff,
-         aliases=("date_diff",))
+register(
+    "datediff",
+    "datetime",
+    (2, 2),
+    lambda a: ([as_date(x, "datediff") for x in a], pa.int32()),
+    _datediff,
+    aliases=("date_diff",),
+)
 
 
 def _add_months(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     dates, delta = as_array(args[0], n), as_array(args[1], n)
     year, month, day = _ymd(_days(dates))
-    index = (year - 1970) * 12 + (month - 1) + np.asarray(delta.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    index = (
+        (year - 1970) * 12
+        + (month - 1)
+        + np.asarray(delta.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    )
     first = index.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
     return _to_date_array(first + np.minimum(day, _month_length(index)) - 1, null_mask(dates, delta))
 
 
-register("add_months", "datetime", (2, 2), lambda a: ([as_date(a[0], "add_months"), cast_to(a[1], pa.int32())], pa.date32()),
-         _add_months)
+register(
+    "add_months",
+    "datetime",
+    (2, 2),
+    lambda a: ([as_date(a[0], "add_months"), cast_to(a[1], pa.int32())], pa.date32()),
+    _add_months,
+)
 
 
 def _make_date(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
@@ -141,20 +176,26 @@ def _make_date(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     mask = null_mask(*parts)
     y, m, d = (np.asarray(p.fill_null(1).to_numpy(zero_copy_only=False), dtype=np.int64) for p in parts)
     index = (y - 1970) * 12 + (m - 1)
-    bad = ((m < 1) | (m > 12) | (d < 1) | (d > np.where((m >= 1) & (m <= 12), _month_length(index), 31))) & ~mask
+    bad = (
+        (m < 1) | (m > 12) | (d < 1) | (d > np.where((m >= 1) & (m <= 12), _month_length(index), 31))
+    ) & ~mask
     if bad.any():
         row = int(np.flatnonzero(bad)[0])
-        raise FunctionRuntimeError(f"[DATETIME_FIELD_OUT_OF_BOUNDS] Invalid date {y[row]}-{m[row]}-{d[row]} (make_date)")
+        raise FunctionRuntimeError(
+            f"[DATETIME_FIELD_OUT_OF_BOUNDS] Invalid date {y[row]}-{m[row]}-{d[row]} (make_date)"
+        )
     first = index.astype("datetime64[M]").astype("datetime64[D]").astype(np.int64)
     return _to_date_array(first + d - 1, mask)
 
 
-register("make_date", "datetime", (3, 3), lambda a: ([cast_to(x, pa.int32()) for x in a], pa.date32()), _make_date)
+register(
+    "make_date", "datetime", (3, 3), lambda a: ([cast_to(x, pa.int32()) for x in a], pa.date32()), _make_date
+)
 
 
 def _months_between(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     first, second = as_array(args[0], n), as_array(args[1], n)
-    round_off = True if len(args) == 2 else bool(args[2].as_py())  # type: ignore[union-attr]
+    round_off = True if len(args) == 2 else bool(constant(args[2])[1])
     t1, t2 = _micros(first), _micros(second)
     d1, d2 = np.floor_divide(t1, _DAY_US), np.floor_divide(t2, _DAY_US)
     (y1, m1, day1), (y2, m2, day2) = _ymd(d1), _ymd(d2)
@@ -173,7 +214,10 @@ def _months_between(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Arr
 def _type_months_between(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:
     out = [as_timestamp(args[0], "months_between"), as_timestamp(args[1], "months_between")]
     if len(args) == 3:
-        require(isinstance(literal_value(args[2], "months_between's roundOff"), bool), "roundOff must be a boolean")
+        require(
+            isinstance(literal_value(args[2], "months_between's roundOff"), bool),
+            "roundOff must be a boolean",
+        )
         out.append(args[2])
     return out, pa.float64()
 
@@ -182,6 +226,12 @@ register("months_between", "datetime", (2, 3), _type_months_between, _months_bet
 
 
 # ------------------------------------------------------------------------------------ fields
+
+
+def _type_field(
+    convert: Callable[[Expr, str], Expr], name: str, args: list[Expr]
+) -> tuple[list[Expr], pa.DataType]:
+    return [convert(args[0], name)], pa.int32()
 
 
 def _field(kind: str) -> Any:
@@ -193,18 +243,32 @@ def _field(kind: str) -> Any:
 
 
 for _name, _arrow, _of in (
-    ("year", "year", "date"), ("month", "month", "date"), ("day", "day", "date"), ("quarter", "quarter", "date"),
-    ("dayofyear", "day_of_year", "date"), ("weekofyear", "iso_week", "date"),
-    ("hour", "hour", "timestamp"), ("minute", "minute", "timestamp"), ("second", "second", "timestamp"),
+    ("year", "year", "date"),
+    ("month", "month", "date"),
+    ("day", "day", "date"),
+    ("quarter", "quarter", "date"),
+    ("dayofyear", "day_of_year", "date"),
+    ("weekofyear", "iso_week", "date"),
+    ("hour", "hour", "timestamp"),
+    ("minute", "minute", "timestamp"),
+    ("second", "second", "timestamp"),
 ):
     convert = as_date if _of == "date" else as_timestamp
-    register(_name, "datetime", (1, 1), lambda a, c=convert, nm=_name: ([c(a[0], nm)], pa.int32()), _field(_arrow),
-             aliases=("dayofmonth",) if _name == "day" else ())
+    register(
+        _name,
+        "datetime",
+        (1, 1),
+        functools.partial(_type_field, convert, _name),
+        _field(_arrow),
+        aliases=("dayofmonth",) if _name == "day" else (),
+    )
 
 
 def _dayofweek(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     # Spark: 1 = Sunday ... 7 = Saturday
-    return pc.add(pc.day_of_week(as_array(args[0], n), count_from_zero=True, week_start=7), 1).cast(pa.int32())
+    return pc.add(pc.day_of_week(as_array(args[0], n), count_from_zero=True, week_start=7), 1).cast(
+        pa.int32()
+    )
 
 
 register("dayofweek", "datetime", (1, 1), lambda a: ([as_date(a[0], "dayofweek")], pa.int32()), _dayofweek)
@@ -224,9 +288,21 @@ register("last_day", "datetime", (1, 1), lambda a: ([as_date(a[0], "last_day")],
 # ------------------------------------------------------------------------------- truncation
 
 _TRUNC_UNITS = {
-    "year": "year", "yyyy": "year", "yy": "year", "quarter": "quarter", "month": "month", "mon": "month",
-    "mm": "month", "week": "week", "day": "day", "dd": "day", "hour": "hour", "minute": "minute",
-    "second": "second", "millisecond": "millisecond", "microsecond": "microsecond",
+    "year": "year",
+    "yyyy": "year",
+    "yy": "year",
+    "quarter": "quarter",
+    "month": "month",
+    "mon": "month",
+    "mm": "month",
+    "week": "week",
+    "day": "day",
+    "dd": "day",
+    "hour": "hour",
+    "minute": "minute",
+    "second": "second",
+    "millisecond": "millisecond",
+    "microsecond": "microsecond",
 }
 _DATE_UNITS = {"year", "quarter", "month", "week"}
 
@@ -255,16 +331,39 @@ def _trunc(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     return pa.nulls(n, pa.date32()) if truncated is None else truncated
 
 
-register("date_trunc", "datetime", (2, 2),
-         lambda a: ([cast_to(a[0], pa.string()), as_timestamp(a[1], "date_trunc")], TIMESTAMP), _date_trunc)
-register("trunc", "datetime", (2, 2), lambda a: ([as_date(a[0], "trunc"), cast_to(a[1], pa.string())], pa.date32()), _trunc)
+register(
+    "date_trunc",
+    "datetime",
+    (2, 2),
+    lambda a: ([cast_to(a[0], pa.string()), as_timestamp(a[1], "date_trunc")], TIMESTAMP),
+    _date_trunc,
+)
+register(
+    "trunc",
+    "datetime",
+    (2, 2),
+    lambda a: ([as_date(a[0], "trunc"), cast_to(a[1], pa.string())], pa.date32()),
+    _trunc,
+)
 
 
 # ---------------------------------------------------------------------- parsing and formatting
 
 _TOKEN = re.compile(r"'(?:[^']|'')*'|([a-zA-Z])\1*|.", re.DOTALL)
-_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December"]
+_MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
 _DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
 
@@ -276,7 +375,15 @@ def _format_token(token: str, ts: pa.Array) -> pa.Array | str:
     letter, size = token[0], len(token)
     if letter == "'":
         return token[1:-1].replace("''", "'") if size > 1 else "'"
-    numeric = {"y": "year", "M": "month", "d": "day", "H": "hour", "m": "minute", "s": "second", "D": "day_of_year"}
+    numeric = {
+        "y": "year",
+        "M": "month",
+        "d": "day",
+        "H": "hour",
+        "m": "minute",
+        "s": "second",
+        "D": "day_of_year",
+    }
     if letter == "y":
         years = pc.year(ts)
         return pc.utf8_slice_codeunits(_padded(years, 2), -2) if size == 2 else _padded(years, size)
@@ -307,13 +414,35 @@ def format_timestamps(ts: pa.Array, pattern: str) -> pa.Array:
         return with_nulls(pa.array([""] * len(ts)), null_mask(ts))
     arrays = [p if isinstance(p, (pa.Array, pa.ChunkedArray)) else pa.scalar(p) for p in parts]
     if not any(isinstance(p, pa.Array) for p in arrays):
-        return with_nulls(pa.array(["".join(parts)] * len(ts)), null_mask(ts))  # type: ignore[arg-type]
+        return with_nulls(pa.array(["".join(parts)] * len(ts)), null_mask(ts))
     return pc.binary_join_element_wise(*arrays, "")
 
 
-_PYTHON_FORMAT = {"yyyy": "%Y", "yy": "%y", "MM": "%m", "M": "%m", "dd": "%d", "d": "%d", "HH": "%H", "H": "%H",
-                  "hh": "%I", "mm": "%M", "m": "%M", "ss": "%S", "s": "%S", "a": "%p", "MMM": "%b", "MMMM": "%B",
-                  "SSS": "%f", "SSSSSS": "%f", "EEE": "%a", "E": "%a", "EEEE": "%A", "D": "%j", "DDD": "%j"}
+_PYTHON_FORMAT = {
+    "yyyy": "%Y",
+    "yy": "%y",
+    "MM": "%m",
+    "M": "%m",
+    "dd": "%d",
+    "d": "%d",
+    "HH": "%H",
+    "H": "%H",
+    "hh": "%I",
+    "mm": "%M",
+    "m": "%M",
+    "ss": "%S",
+    "s": "%S",
+    "a": "%p",
+    "MMM": "%b",
+    "MMMM": "%B",
+    "SSS": "%f",
+    "SSSSSS": "%f",
+    "EEE": "%a",
+    "E": "%a",
+    "EEEE": "%A",
+    "D": "%j",
+    "DDD": "%j",
+}
 
 
 def _python_format(pattern: str) -> str:
@@ -339,7 +468,9 @@ def _parse_distinct(strings: pa.Array, parse: Any, result: pa.DataType, what: st
         try:
             parsed.append(parse(text))
         except (TypeError, ValueError, ArithmeticError) as err:
-            raise FunctionRuntimeError(f"[CANNOT_PARSE_TIMESTAMP] Text {text!r} could not be parsed as {what}") from err
+            raise FunctionRuntimeError(
+                f"[CANNOT_PARSE_TIMESTAMP] Text {text!r} could not be parsed as {what}"
+            ) from err
     values = pa.array(parsed, result)
     return values.take(pc.index_in(strings, distinct))
 
@@ -365,7 +496,9 @@ def _to_datetime(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
         raise FunctionRuntimeError("the datetime pattern must be a constant")
     if len(args) == 2 and fmt is None:
         return pa.nulls(n, result)
-    return _parse_distinct(column, _parser(fmt, result), result, "a date" if pa.types.is_date(result) else "a timestamp")
+    return _parse_distinct(
+        column, _parser(fmt, result), result, "a date" if pa.types.is_date(result) else "a timestamp"
+    )
 
 
 def _type_to(args: list[Expr], result: pa.DataType, name: str) -> tuple[list[Expr], pa.DataType]:
@@ -390,8 +523,13 @@ def _date_format(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     return with_nulls(format_timestamps(ts, fmt), null_mask(ts))
 
 
-register("date_format", "datetime", (2, 2),
-         lambda a: ([as_timestamp(a[0], "date_format"), cast_to(a[1], pa.string())], pa.string()), _date_format)
+register(
+    "date_format",
+    "datetime",
+    (2, 2),
+    lambda a: ([as_timestamp(a[0], "date_format"), cast_to(a[1], pa.string())], pa.string()),
+    _date_format,
+)
 
 _DEFAULT_PATTERN = "yyyy-MM-dd HH:mm:ss"
 
@@ -402,8 +540,13 @@ def _from_unixtime(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Arra
     return _date_format([ts, args[1] if len(args) == 2 else pa.scalar(_DEFAULT_PATTERN)], result, n)
 
 
-register("from_unixtime", "datetime", (1, 2),
-         lambda a: ([cast_to(a[0], pa.int64()), *[cast_to(x, pa.string()) for x in a[1:]]], pa.string()), _from_unixtime)
+register(
+    "from_unixtime",
+    "datetime",
+    (1, 2),
+    lambda a: ([cast_to(a[0], pa.int64()), *[cast_to(x, pa.string()) for x in a[1:]]], pa.string()),
+    _from_unixtime,
+)
 
 
 def _unix_timestamp(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
@@ -426,7 +569,14 @@ def _type_unix_timestamp(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:
     return [first, *[cast_to(a, pa.string()) for a in args[1:]]], pa.int64()
 
 
-register("unix_timestamp", "datetime", (0, 2), _type_unix_timestamp, _unix_timestamp, aliases=("to_unix_timestamp",))
+register(
+    "unix_timestamp",
+    "datetime",
+    (0, 2),
+    _type_unix_timestamp,
+    _unix_timestamp,
+    aliases=("to_unix_timestamp",),
+)
 
 # current_date()/current_timestamp() are Arrow scalars (arrow.py), fixed once per evaluation.
 register("current_date", "datetime", (0, 0), lambda a: (a, pa.date32()))

@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from airflow_provider_delta.core.expressions.functions.registry import (
     ArgValue,
+    Kernel,
     as_array,
     cast_to,
     per_row,
@@ -35,11 +36,14 @@ if TYPE_CHECKING:
 
 def _bytes_in(args: list[Expr], name: str, result: pa.DataType) -> tuple[list[Expr], pa.DataType]:
     t = type_of(args[0])
-    require(_is_binary_type(t) or _is_string_type(t) or pa.types.is_null(t), f"{name} needs a string or binary, found {t}")
+    require(
+        _is_binary_type(t) or _is_string_type(t) or pa.types.is_null(t),
+        f"{name} needs a string or binary, found {t}",
+    )
     return [cast_to(args[0], pa.binary()), *[cast_to(a, pa.int32()) for a in args[1:]]], result
 
 
-def _digest(algorithm: str) -> object:
+def _digest(algorithm: str) -> Kernel:
     def kernel(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
         column = as_array(args[0], n)
         return per_row([column], n, lambda b: hashlib.new(algorithm, b).hexdigest(), pa.string())
@@ -58,8 +62,15 @@ def _sha2(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     return per_row(args, n, one, pa.string())
 
 
-register("md5", "hash", (1, 1), lambda a: _bytes_in(a, "md5", pa.string()), _digest("md5"))  # type: ignore[arg-type]
-register("sha1", "hash", (1, 1), lambda a: _bytes_in(a, "sha1", pa.string()), _digest("sha1"), aliases=("sha",))  # type: ignore[arg-type]
+register("md5", "hash", (1, 1), lambda a: _bytes_in(a, "md5", pa.string()), _digest("md5"))
+register(
+    "sha1", "hash", (1, 1), lambda a: _bytes_in(a, "sha1", pa.string()), _digest("sha1"), aliases=("sha",)
+)
 register("sha2", "hash", (2, 2), lambda a: _bytes_in(a, "sha2", pa.string()), _sha2)
-register("crc32", "hash", (1, 1), lambda a: _bytes_in(a, "crc32", pa.int64()),
-         lambda a, r, n: per_row([as_array(a[0], n)], n, zlib.crc32, pa.int64()))
+register(
+    "crc32",
+    "hash",
+    (1, 1),
+    lambda a: _bytes_in(a, "crc32", pa.int64()),
+    lambda a, r, n: per_row([as_array(a[0], n)], n, zlib.crc32, pa.int64()),
+)

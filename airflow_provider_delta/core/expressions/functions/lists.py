@@ -66,9 +66,7 @@ def ragged_index(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return np.repeat(starts - first, counts) + np.arange(total, dtype=np.int64)
 
 
-def build_list(
-    values: pa.Array, lengths: np.ndarray, valid: np.ndarray, list_type: pa.DataType
-) -> pa.Array:
+def build_list(values: pa.Array, lengths: np.ndarray, valid: np.ndarray, list_type: pa.DataType) -> pa.Array:
     """A list column of ``len(lengths)`` rows from flat ``values`` (null where not ``valid``)."""
     if not valid.all():  # values of rows that become NULL go
         values = values.filter(pa.array(np.repeat(valid, lengths)))
@@ -80,7 +78,9 @@ def build_list(
     return result if result.type == list_type else result.cast(list_type)
 
 
-def take_rows(rows: Rows, starts: np.ndarray, counts: np.ndarray, valid: np.ndarray, list_type: pa.DataType) -> pa.Array:
+def take_rows(
+    rows: Rows, starts: np.ndarray, counts: np.ndarray, valid: np.ndarray, list_type: pa.DataType
+) -> pa.Array:
     """Each row's ``counts[i]`` elements from flat index ``starts[i]`` on, as a list column."""
     counts = np.where(valid, np.maximum(counts, 0), 0)
     index = ragged_index(starts, counts)
@@ -118,7 +118,9 @@ def element_codes(*parts: pa.Array) -> list[np.ndarray]:
         codes = np.asarray(pc.dictionary_encode(joined, null_encoding="encode").indices, dtype=np.int64)
     except pa.ArrowNotImplementedError:  # nested elements: by their Python values
         seen: dict[Any, int] = {}
-        codes = np.array([seen.setdefault(_hashable(v), len(seen)) for v in joined.to_pylist()], dtype=np.int64)
+        codes = np.array(
+            [seen.setdefault(_hashable(v), len(seen)) for v in joined.to_pylist()], dtype=np.int64
+        )
     out, at = [], 0
     for a in arrays:
         out.append(codes[at : at + len(a)])

@@ -49,22 +49,36 @@ def _check_keys(keys: pa.Array, parents: np.ndarray) -> None:
     unique, index = np.unique(row_keys(parents, codes), return_index=True)
     if len(unique) < len(keys):
         duplicate = np.setdiff1d(np.arange(len(keys)), index)[0]
-        raise FunctionRuntimeError(f"[DUPLICATED_MAP_KEY] Duplicate map key {keys[int(duplicate)].as_py()!r} was found")
+        raise FunctionRuntimeError(
+            f"[DUPLICATED_MAP_KEY] Duplicate map key {keys[int(duplicate)].as_py()!r} was found"
+        )
 
 
-def _build_map(keys: pa.Array, items: pa.Array, lengths: np.ndarray, valid: np.ndarray, result: pa.DataType) -> pa.Array:
+def _build_map(
+    keys: pa.Array, items: pa.Array, lengths: np.ndarray, valid: np.ndarray, result: pa.DataType
+) -> pa.Array:
     offsets = np.concatenate([[0], np.cumsum(np.where(valid, lengths, 0))]).astype(np.int32)
-    built = pa.MapArray.from_arrays(pa.array(offsets), keys.cast(result.key_type), items.cast(result.item_type))
+    built = pa.MapArray.from_arrays(
+        pa.array(offsets), keys.cast(result.key_type), items.cast(result.item_type)
+    )
     return with_nulls(built, ~valid) if not valid.all() else built
 
 
 def _map(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     pairs = len(args) // 2
     if pairs == 0:
-        return _build_map(pa.nulls(0, result.key_type), pa.nulls(0, result.item_type), np.zeros(n, np.int64), np.ones(n, bool), result)
+        return _build_map(
+            pa.nulls(0, result.key_type),
+            pa.nulls(0, result.item_type),
+            np.zeros(n, np.int64),
+            np.ones(n, bool),
+            result,
+        )
     index = (np.arange(pairs)[None, :] * n + np.arange(n)[:, None]).ravel()
     keys = pa.concat_arrays([as_array(a, n).cast(result.key_type) for a in args[0::2]]).take(pa.array(index))
-    items = pa.concat_arrays([as_array(a, n).cast(result.item_type) for a in args[1::2]]).take(pa.array(index))
+    items = pa.concat_arrays([as_array(a, n).cast(result.item_type) for a in args[1::2]]).take(
+        pa.array(index)
+    )
     _check_keys(keys, np.repeat(np.arange(n, dtype=np.int64), pairs))
     return _build_map(keys, items, np.full(n, pairs), np.ones(n, bool), result)
 
@@ -89,14 +103,26 @@ def _entries(args: list[ArgValue], n: int) -> tuple[Rows, pa.Array, pa.Array]:
 
 def _rows_to_list(rows: Rows, values: pa.Array, result: pa.DataType) -> pa.Array:
     offsets = np.concatenate([[0], np.cumsum(rows.lengths)]).astype(np.int32)
-    built = pa.ListArray.from_arrays(pa.array(offsets), values.cast(result.value_type), mask=pa.array(~rows.valid))
+    built = pa.ListArray.from_arrays(
+        pa.array(offsets), values.cast(result.value_type), mask=pa.array(~rows.valid)
+    )
     return built
 
 
-register("map_keys", "map", (1, 1), lambda a: (a, pa.list_(_map_arg(a[0], "map_keys").key_type)),
-         lambda args, result, n: _rows_to_list(*_entries(args, n)[:2], result))
-register("map_values", "map", (1, 1), lambda a: (a, pa.list_(_map_arg(a[0], "map_values").item_type)),
-         lambda args, result, n: _rows_to_list(_entries(args, n)[0], _entries(args, n)[2], result))
+register(
+    "map_keys",
+    "map",
+    (1, 1),
+    lambda a: (a, pa.list_(_map_arg(a[0], "map_keys").key_type)),
+    lambda args, result, n: _rows_to_list(*_entries(args, n)[:2], result),
+)
+register(
+    "map_values",
+    "map",
+    (1, 1),
+    lambda a: (a, pa.list_(_map_arg(a[0], "map_values").item_type)),
+    lambda args, result, n: _rows_to_list(_entries(args, n)[0], _entries(args, n)[2], result),
+)
 
 
 def _key_positions(args: list[ArgValue], n: int) -> tuple[Rows, pa.Array, np.ndarray, np.ndarray]:
@@ -135,16 +161,26 @@ def _type_key_lookup(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataTy
     return [args[0], cast_to(args[1], key)], t.item_type
 
 
-register("map_contains_key", "map", (2, 2), lambda a: (_type_key_lookup(a, "map_contains_key")[0], pa.bool_()),
-         _map_contains_key)
+register(
+    "map_contains_key",
+    "map",
+    (2, 2),
+    lambda a: (_type_key_lookup(a, "map_contains_key")[0], pa.bool_()),
+    _map_contains_key,
+)
 
 
 def _map_concat(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     parts = [Rows.of(as_array(a, n)) for a in args]
-    entries = pa.concat_arrays([
-        pa.StructArray.from_arrays([p.values.field(0).cast(result.key_type), p.values.field(1).cast(result.item_type)], ["key", "value"])
-        for p in parts
-    ])
+    entries = pa.concat_arrays(
+        [
+            pa.StructArray.from_arrays(
+                [p.values.field(0).cast(result.key_type), p.values.field(1).cast(result.item_type)],
+                ["key", "value"],
+            )
+            for p in parts
+        ]
+    )
     parents = np.concatenate([p.parents for p in parts])
     order = np.argsort(parents, kind="stable")
     entries = entries.take(pa.array(order))
@@ -175,7 +211,9 @@ def _type_element_at(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataTy
         return _type_key_lookup(args, name)
     require(is_list_type(t), f"{name} needs an array or a map, found {t}")
     index = type_of(args[1])
-    require(pa.types.is_integer(index) or pa.types.is_null(index), f"{name} needs an integer index, found {index}")
+    require(
+        pa.types.is_integer(index) or pa.types.is_null(index), f"{name} needs an integer index, found {index}"
+    )
     return [args[0], cast_to(args[1], pa.int32())], t.value_type
 
 
@@ -185,11 +223,21 @@ def _element_at(args: list[ArgValue], result: pa.DataType, n: int, *, one_based:
     return array_element(args, result, n, one_based=one_based)
 
 
-register("element_at", "map", (2, 2), lambda a: _type_element_at(a, "element_at"),
-         lambda args, result, n: _element_at(args, result, n, one_based=True))
+register(
+    "element_at",
+    "map",
+    (2, 2),
+    lambda a: _type_element_at(a, "element_at"),
+    lambda args, result, n: _element_at(args, result, n, one_based=True),
+)
 # ``x[i]``: rendered as a subscript, never written as a call (the name cannot be parsed as one).
-register("[]", "map", (2, 2), lambda a: _type_element_at(a, "[]"),
-         lambda args, result, n: _element_at(args, result, n, one_based=False))
+register(
+    "[]",
+    "map",
+    (2, 2),
+    lambda a: _type_element_at(a, "[]"),
+    lambda args, result, n: _element_at(args, result, n, one_based=False),
+)
 
 
 # ------------------------------------------------------------------------------------ structs
@@ -219,4 +267,10 @@ def _type_named_struct(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:
 
 
 register("struct", "struct", (1, None), _type_struct, _struct)
-register("named_struct", "struct", (2, None), _type_named_struct, lambda args, result, n: _struct(args[1::2], result, n))
+register(
+    "named_struct",
+    "struct",
+    (2, None),
+    _type_named_struct,
+    lambda args, result, n: _struct(args[1::2], result, n),
+)

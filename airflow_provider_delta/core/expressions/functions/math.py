@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import decimal
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 from airflow_provider_delta.core.expressions.functions.registry import (
     ArgValue,
     FunctionRuntimeError,
+    Kernel,
     as_array,
     cast_to,
     coerce_all,
@@ -36,8 +38,10 @@ from airflow_provider_delta.core.expressions.functions.registry import (
     type_of,
     with_nulls,
 )
-from airflow_provider_delta.core.expressions.nodes import Expr
 from airflow_provider_delta.core.expressions.values import _is_numeric_type
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.core.expressions.nodes import Expr
 
 
 def _number(expr: Expr, name: str) -> pa.DataType:
@@ -54,7 +58,9 @@ def _round_type(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataType]:
     digits = 0
     if len(args) == 2:
         digits = literal_value(args[1], f"{name}'s scale")
-        require(isinstance(digits, int) and not isinstance(digits, bool), f"{name}'s scale must be an integer")
+        require(
+            isinstance(digits, int) and not isinstance(digits, bool), f"{name}'s scale must be an integer"
+        )
     if pa.types.is_null(t):
         return [cast_to(args[0], pa.float64()), *args[1:]], pa.float64()
     if pa.types.is_decimal(t):
@@ -91,8 +97,16 @@ def _round_floats(column: pa.Array, digits: int, mode: str, result: pa.DataType)
 def _round_integers(column: pa.Array, digits: int, mode: str, result: pa.DataType) -> pa.Array:
     if digits >= 0:
         return column
-    values = [None if v is None else int(decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-digits), rounding=mode))
-              for v in column.to_pylist()] if -digits > 18 else None
+    values = (
+        [
+            None
+            if v is None
+            else int(decimal.Decimal(v).quantize(decimal.Decimal(1).scaleb(-digits), rounding=mode))
+            for v in column.to_pylist()
+        ]
+        if -digits > 18
+        else None
+    )
     if values is not None:
         return pa.array(values, result)
     q = 10 ** (-digits)
@@ -115,9 +129,20 @@ def _round(args: list[ArgValue], result: pa.DataType, n: int, mode: str) -> pa.A
     return _round_floats(column.cast(pa.float64()), digits, mode, result)
 
 
-register("round", "math", (1, 2), lambda a: _round_type(a, "round"), lambda a, r, n: _round(a, r, n, decimal.ROUND_HALF_UP))
-register("bround", "math", (1, 2), lambda a: _round_type(a, "bround"),
-         lambda a, r, n: _round(a, r, n, decimal.ROUND_HALF_EVEN))
+register(
+    "round",
+    "math",
+    (1, 2),
+    lambda a: _round_type(a, "round"),
+    lambda a, r, n: _round(a, r, n, decimal.ROUND_HALF_UP),
+)
+register(
+    "bround",
+    "math",
+    (1, 2),
+    lambda a: _round_type(a, "bround"),
+    lambda a, r, n: _round(a, r, n, decimal.ROUND_HALF_EVEN),
+)
 
 
 def _ceil_type(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataType]:
@@ -134,15 +159,25 @@ def _ceil(args: list[ArgValue], result: pa.DataType, n: int, *, up: bool) -> pa.
     rounded = (pc.ceil if up else pc.floor)(column)
     if pa.types.is_decimal(result):
         return rounded.cast(result)
-    values = np.asarray(rounded.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
+    values = np.asarray(
+        rounded.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64
+    )
     too_big = np.abs(values) >= 2.0**63
     if np.any(too_big & ~null_mask(column)):
         raise FunctionRuntimeError("[ARITHMETIC_OVERFLOW] overflow (ceil/floor of a value beyond bigint)")
-    return pa.array(np.where(np.isnan(values), 0, values).astype(np.int64), pa.int64(), mask=null_mask(column))
+    return pa.array(
+        np.where(np.isnan(values), 0, values).astype(np.int64), pa.int64(), mask=null_mask(column)
+    )
 
 
-register("ceil", "math", (1, 1), lambda a: _ceil_type(a, "ceil"), lambda a, r, n: _ceil(a, r, n, up=True),
-         aliases=("ceiling",))
+register(
+    "ceil",
+    "math",
+    (1, 1),
+    lambda a: _ceil_type(a, "ceil"),
+    lambda a, r, n: _ceil(a, r, n, up=True),
+    aliases=("ceiling",),
+)
 register("floor", "math", (1, 1), lambda a: _ceil_type(a, "floor"), lambda a, r, n: _ceil(a, r, n, up=False))
 
 
@@ -155,23 +190,33 @@ def _doubles(args: list[Expr], name: str) -> tuple[list[Expr], pa.DataType]:
     return [cast_to(a, pa.float64()) for a in args], pa.float64()
 
 
-def _unary(function: str) -> object:
+def _unary(function: str) -> Kernel:
     def kernel(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
         return pc.call_function(function, [as_array(args[0], n)])
 
     return kernel
 
 
-register("sqrt", "math", (1, 1), lambda a: _doubles(a, "sqrt"), _unary("sqrt"))  # type: ignore[arg-type]
-register("exp", "math", (1, 1), lambda a: _doubles(a, "exp"), _unary("exp"))  # type: ignore[arg-type]
-register("pow", "math", (2, 2), lambda a: _doubles(a, "pow"),
-         lambda a, r, n: pc.power(as_array(a[0], n), as_array(a[1], n)), aliases=("power",))
+register("sqrt", "math", (1, 1), lambda a: _doubles(a, "sqrt"), _unary("sqrt"))
+register("exp", "math", (1, 1), lambda a: _doubles(a, "exp"), _unary("exp"))
+register(
+    "pow",
+    "math",
+    (2, 2),
+    lambda a: _doubles(a, "pow"),
+    lambda a, r, n: pc.power(as_array(a[0], n), as_array(a[1], n)),
+    aliases=("power",),
+)
 
 
 def _log_of(values: pa.Array, base: float | None) -> pa.Array:
     x = np.asarray(values.fill_null(1).to_numpy(zero_copy_only=False), dtype=np.float64)
     with np.errstate(all="ignore"):
-        out = np.log(x) if base is None else (np.log2(x) if base == 2 else (np.log10(x) if base == 10 else np.log(x) / np.log(base)))
+        out = (
+            np.log(x)
+            if base is None
+            else (np.log2(x) if base == 2 else (np.log10(x) if base == 10 else np.log(x) / np.log(base)))
+        )
     return pa.array(out, pa.float64(), mask=null_mask(values) | (x <= 0))
 
 
@@ -188,7 +233,9 @@ def _log(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
 
 register("ln", "math", (1, 1), lambda a: _doubles(a, "ln"), lambda a, r, n: _log_of(as_array(a[0], n), None))
 register("log", "math", (1, 2), lambda a: _doubles(a, "log"), _log)
-register("log10", "math", (1, 1), lambda a: _doubles(a, "log10"), lambda a, r, n: _log_of(as_array(a[0], n), 10))
+register(
+    "log10", "math", (1, 1), lambda a: _doubles(a, "log10"), lambda a, r, n: _log_of(as_array(a[0], n), 10)
+)
 register("log2", "math", (1, 1), lambda a: _doubles(a, "log2"), lambda a, r, n: _log_of(as_array(a[0], n), 2))
 register("e", "math", (0, 0), lambda a: (a, pa.float64()), lambda a, r, n: as_array(pa.scalar(math.e), n))
 register("pi", "math", (0, 0), lambda a: (a, pa.float64()), lambda a, r, n: as_array(pa.scalar(math.pi), n))
@@ -197,14 +244,30 @@ register("pi", "math", (0, 0), lambda a: (a, pa.float64()), lambda a, r, n: as_a
 # -------------------------------------------------------------------------------- sign and mod
 
 
+def _type_sign(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:
+    _number(args[0], "sign")
+    return args, pa.float64()
+
+
 def _sign(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     column = as_array(args[0], n).cast(pa.float64())
     x = np.asarray(column.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.float64)
-    return pa.array(np.where(x == 0, x, np.sign(x)), pa.float64(), mask=null_mask(column))  # Math.signum(-0.0) = -0.0
+    return pa.array(
+        np.where(x == 0, x, np.sign(x)), pa.float64(), mask=null_mask(column)
+    )  # Math.signum(-0.0) = -0.0
 
 
-register("sign", "math", (1, 1), lambda a: (a if _number(a[0], "sign") else a, pa.float64()), _sign, aliases=("signum",))
-register("positive", "math", (1, 1), lambda a: (a, _number(a[0], "positive")), lambda a, r, n: as_array(a[0], n))
+register(
+    "sign",
+    "math",
+    (1, 1),
+    _type_sign,
+    _sign,
+    aliases=("signum",),
+)
+register(
+    "positive", "math", (1, 1), lambda a: (a, _number(a[0], "positive")), lambda a, r, n: as_array(a[0], n)
+)
 register("abs", "math", (1, 1), lambda a: (a, _number(a[0], "abs")))
 register("negative", "math", (1, 1), lambda a: (a, _number(a[0], "negative")))
 

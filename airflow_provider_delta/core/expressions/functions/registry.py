@@ -125,7 +125,9 @@ def cast_to(expr: Expr, target: pa.DataType) -> Expr:
 
 
 def _is_simple(t: pa.DataType) -> bool:
-    return not (pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t) or pa.types.is_struct(t))
+    return not (
+        pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_map(t) or pa.types.is_struct(t)
+    )
 
 
 def _integer_rank(t: pa.DataType) -> int:

@@ -17,8 +17,9 @@ Example:
 from __future__ import annotations
 
 import decimal
+import functools
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -40,8 +41,10 @@ from airflow_provider_delta.core.expressions.functions.registry import (
     type_of,
     with_nulls,
 )
-from airflow_provider_delta.core.expressions.nodes import Expr
 from airflow_provider_delta.core.expressions.values import _is_binary_type
+
+if TYPE_CHECKING:
+    from airflow_provider_delta.core.expressions.nodes import Expr
 
 
 def _strings(*types: pa.DataType | None) -> Any:
@@ -80,7 +83,10 @@ def _literal_or_rows(args: list[ArgValue], n: int, fast: Any, slow: Any, result:
 def _type_concat(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:
     types = [type_of(a) for a in args]
     if any(is_list_type(t) for t in types):
-        require(all(is_list_type(t) or pa.types.is_null(t) for t in types), "concat cannot mix arrays and other values")
+        require(
+            all(is_list_type(t) or pa.types.is_null(t) for t in types),
+            "concat cannot mix arrays and other values",
+        )
         target = common_type(types, "concat")
         return [cast_to(a, target) for a in args], target
     if types and all(_is_binary_type(t) for t in types):
@@ -93,7 +99,9 @@ def _concat(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
         return concat_arrays(args, result, n)
     if not args:
         return as_array(pa.scalar("", result), n)
-    return pc.binary_join_element_wise(*[as_array(a, n) for a in args], pa.scalar(b"" if result == pa.binary() else "", result))
+    return pc.binary_join_element_wise(
+        *[as_array(a, n) for a in args], pa.scalar(b"" if result == pa.binary() else "", result)
+    )
 
 
 register("concat", "string", (0, None), _type_concat, _concat)
@@ -175,8 +183,14 @@ def _substring(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     return per_row(args, n, _substring_value, pa.string())
 
 
-register("substring", "string", (2, 3), _strings(None, pa.int32(), pa.int32())(pa.string()), _substring,
-         aliases=("substr",))
+register(
+    "substring",
+    "string",
+    (2, 3),
+    _strings(None, pa.int32(), pa.int32())(pa.string()),
+    _substring,
+    aliases=("substr",),
+)
 
 
 def _left(args: list[ArgValue], result: pa.DataType, n: int, *, right: bool) -> pa.Array:
@@ -195,8 +209,20 @@ def _left(args: list[ArgValue], result: pa.DataType, n: int, *, right: bool) -> 
     return _literal_or_rows(args, n, fast, slow, pa.string())
 
 
-register("left", "string", (2, 2), _strings(None, pa.int32())(pa.string()), lambda a, r, n: _left(a, r, n, right=False))
-register("right", "string", (2, 2), _strings(None, pa.int32())(pa.string()), lambda a, r, n: _left(a, r, n, right=True))
+register(
+    "left",
+    "string",
+    (2, 2),
+    _strings(None, pa.int32())(pa.string()),
+    lambda a, r, n: _left(a, r, n, right=False),
+)
+register(
+    "right",
+    "string",
+    (2, 2),
+    _strings(None, pa.int32())(pa.string()),
+    lambda a, r, n: _left(a, r, n, right=True),
+)
 
 
 def _find(haystack: pa.Array, needle: str, n: int) -> pa.Array:
@@ -207,7 +233,9 @@ def _find(haystack: pa.Array, needle: str, n: int) -> pa.Array:
 
 
 def _instr(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
-    return _literal_or_rows(args, n, lambda col, sub: _find(col, sub, n), lambda s, sub: s.find(sub) + 1, pa.int32())
+    return _literal_or_rows(
+        args, n, lambda col, sub: _find(col, sub, n), lambda s, sub: s.find(sub) + 1, pa.int32()
+    )
 
 
 def _locate_value(sub: str, value: str, pos: int = 1) -> int:
@@ -225,19 +253,25 @@ def _locate(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
 
 
 register("instr", "string", (2, 2), _STRING_IN(pa.int32()), _instr)
-register("locate", "string", (2, 3), _strings(None, None, pa.int32())(pa.int32()), _locate, aliases=("position",))
+register(
+    "locate", "string", (2, 3), _strings(None, None, pa.int32())(pa.int32()), _locate, aliases=("position",)
+)
 
 
-def _affix(args: list[ArgValue], result: pa.DataType, n: int, kind: str) -> pa.Array:
+def _affix(args: list[ArgValue], result: pa.DataType, n: int, *, kind: str) -> pa.Array:
     arrow = {"startswith": "starts_with", "endswith": "ends_with", "contains": "match_substring"}[kind]
     python = {"startswith": str.startswith, "endswith": str.endswith, "contains": str.__contains__}[kind]
     return _literal_or_rows(
-        args, n, lambda col, pattern: pc.call_function(arrow, [col], pc.MatchSubstringOptions(pattern)), python, pa.bool_()
+        args,
+        n,
+        lambda col, pattern: pc.call_function(arrow, [col], pc.MatchSubstringOptions(pattern)),
+        python,
+        pa.bool_(),
     )
 
 
 for _kind in ("startswith", "endswith", "contains"):
-    register(_kind, "string", (2, 2), _STRING_IN(pa.bool_()), lambda a, r, n, k=_kind: _affix(a, r, n, k))
+    register(_kind, "string", (2, 2), _STRING_IN(pa.bool_()), functools.partial(_affix, kind=_kind))
 
 
 # ------------------------------------------------------------------------- replace and regexps
@@ -259,11 +293,15 @@ _JAVA_GROUP = re.compile(r"\$(\d)|\\(.)")
 
 def _re2_replacement(java: str) -> str:
     """A Java replacement (``$1``, ``\\$``) in RE2's syntax (``\\1``, ``$``)."""
-    return _JAVA_GROUP.sub(lambda m: "\\" + m.group(1) if m.group(1) else m.group(2).replace("\\", "\\\\"), java)
+    return _JAVA_GROUP.sub(
+        lambda m: "\\" + m.group(1) if m.group(1) else m.group(2).replace("\\", "\\\\"), java
+    )
 
 
 def _python_replacement(java: str) -> str:
-    return _JAVA_GROUP.sub(lambda m: "\\g<" + m.group(1) + ">" if m.group(1) else m.group(2).replace("\\", "\\\\"), java)
+    return _JAVA_GROUP.sub(
+        lambda m: "\\g<" + m.group(1) + ">" if m.group(1) else m.group(2).replace("\\", "\\\\"), java
+    )
 
 
 def _regexp_replace(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
@@ -273,9 +311,7 @@ def _regexp_replace(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Arr
         except pa.ArrowInvalid as err:
             raise FunctionRuntimeError(f"invalid regular expression {pattern!r}: {err}") from err
 
-    return _literal_or_rows(
-        args, n, fast, lambda s, p, r: re.sub(p, _python_replacement(r), s), pa.string()
-    )
+    return _literal_or_rows(args, n, fast, lambda s, p, r: re.sub(p, _python_replacement(r), s), pa.string())
 
 
 register("regexp_replace", "string", (3, 3), _STRING_IN(pa.string()), _regexp_replace)
@@ -283,7 +319,11 @@ register("regexp_replace", "string", (3, 3), _STRING_IN(pa.string()), _regexp_re
 
 def _rlike(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
     return _literal_or_rows(
-        args, n, lambda col, p: pc.match_substring_regex(col, p), lambda s, p: re.search(p, s) is not None, pa.bool_()
+        args,
+        n,
+        lambda col, p: pc.match_substring_regex(col, p),
+        lambda s, p: re.search(p, s) is not None,
+        pa.bool_(),
     )
 
 
@@ -340,7 +380,9 @@ register("regexp_extract", "string", (2, 3), _strings(None, None, pa.int32())(pa
 def _split_value(value: str, pattern: str, limit: int = -1) -> list[str]:
     if pattern == "":
         parts = list(value) if value else [""]
-        return parts if limit <= 0 or len(parts) <= limit else [*parts[: limit - 1], "".join(parts[limit - 1 :])]
+        return (
+            parts if limit <= 0 or len(parts) <= limit else [*parts[: limit - 1], "".join(parts[limit - 1 :])]
+        )
     return re.split(pattern, value, maxsplit=max(limit - 1, 0))
 
 
@@ -382,8 +424,20 @@ def _pad(args: list[ArgValue], result: pa.DataType, n: int, *, left: bool) -> pa
     return _literal_or_rows(full, n, fast, lambda s, w, p: _pad_value(s, w, p, left=left), pa.string())
 
 
-register("lpad", "string", (2, 3), _strings(None, pa.int32())(pa.string()), lambda a, r, n: _pad(a, r, n, left=True))
-register("rpad", "string", (2, 3), _strings(None, pa.int32())(pa.string()), lambda a, r, n: _pad(a, r, n, left=False))
+register(
+    "lpad",
+    "string",
+    (2, 3),
+    _strings(None, pa.int32())(pa.string()),
+    lambda a, r, n: _pad(a, r, n, left=True),
+)
+register(
+    "rpad",
+    "string",
+    (2, 3),
+    _strings(None, pa.int32())(pa.string()),
+    lambda a, r, n: _pad(a, r, n, left=False),
+)
 
 
 def _repeat(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
@@ -423,12 +477,18 @@ def _format_number_value(value: Any, digits: int) -> str | None:
 
 def _type_format_number(args: list[Expr]) -> tuple[list[Expr], pa.DataType]:
     t = type_of(args[0])
-    require(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t),
-            f"format_number needs a number, found {t}")
+    require(
+        pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_null(t),
+        f"format_number needs a number, found {t}",
+    )
     require(pa.types.is_integer(type_of(args[1])), "format_number needs an integer number of decimal places")
     return [args[0], cast_to(args[1], pa.int32())], pa.string()
 
 
-register("format_number", "string", (2, 2), _type_format_number,
-         lambda a, r, n: per_row(a, n, _format_number_value, pa.string()))
-
+register(
+    "format_number",
+    "string",
+    (2, 2),
+    _type_format_number,
+    lambda a, r, n: per_row(a, n, _format_number_value, pa.string()),
+)
