@@ -8,6 +8,7 @@ that fails (overflow, division by zero, a failing cast), the expression is compu
 operand on the rows each operand sees; only an error on such a row is raised.
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import bind, parse_expression
     >>> t = pa.table({"a": [1, None, 3]})
     >>> evaluate(bind(parse_expression("a * 2"), t.schema), t).to_pylist()
     [2, None, 6]
@@ -111,6 +112,7 @@ def to_arrow_expression(expr: Expr) -> pc.Expression:
         PredicateError: The expression uses something Arrow cannot compute.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import bind, parse_predicate
         >>> t = pa.table({"a": [{"b": 1}, {"b": 2}]})
         >>> t.filter(to_arrow_expression(bind(parse_predicate("a.b > 1"), t.schema))).to_pylist()
         [{'a': {'b': 2}}]
@@ -266,6 +268,7 @@ def evaluate(expr: Expr, table: pa.Table) -> pa.Array:
             or a row that reaches an operand makes it fail (overflow, division by zero, a failing cast).
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import bind, parse_predicate
         >>> t = pa.table({"a": [1, None, 3]})
         >>> evaluate(bind(parse_predicate("a > 1"), t.schema), t).to_pylist()
         [False, None, True]

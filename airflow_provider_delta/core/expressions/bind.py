@@ -5,6 +5,7 @@ and Arrow type and turns literals compared with a column into that column's type
 file skipping compare like with like.
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import parse_predicate
     >>> schema = pa.schema([("Id", pa.int64())])
     >>> str(bind(parse_predicate("id IN ('1', 2)"), schema))
     'Id IN (1L, 2L)'
@@ -82,6 +83,7 @@ def bind(
         PredicateError: A column cannot be resolved or a literal cannot be compared with its column.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> schema = pa.schema([("Id", pa.int64()), ("day", pa.date32())])
         >>> str(bind(parse_predicate("id = 1 AND day = '2020-01-01'"), schema))
         "Id = 1L AND day = DATE '2020-01-01'"

@@ -256,6 +256,7 @@ def conjuncts(expr: Expr) -> list[Expr]:
         The AND-ed terms, left to right.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> [str(e) for e in conjuncts(parse_predicate("a = 1 AND (b = 2 AND c = 3)"))]
         ['a = 1', 'b = 2', 'c = 3']
     """
@@ -280,6 +281,7 @@ def referenced_columns(expr: Expr) -> set[tuple[str, ...]]:
         Set of paths such as ``("a",)`` and ``("s", "x")``.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> sorted(referenced_columns(parse_predicate("a = 1 OR s.x > b")))
         [('a',), ('b',), ('s', 'x')]
     """
@@ -297,6 +299,7 @@ def is_partition_only(expr: Expr, partition_columns: Collection[str]) -> bool:
         True when every referenced column is a top-level partition column.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> is_partition_only(parse_predicate("Date = '2020-01-01'"), ["date"])
         True
     """

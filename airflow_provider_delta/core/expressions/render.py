@@ -4,6 +4,7 @@
 (``5L``, ``1.5D``, ``DATE '...'``, ``CAST(... AS ...)``).
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import col, lit
     >>> to_sql(In(col("my col"), (lit(1, pa.int64()), lit(2.5, pa.float64()))))
     '`my col` IN (1L, 2.5D)'
 """
@@ -122,6 +123,7 @@ def to_sql(expr: Expr) -> str:
         SQL text.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import col, lit
         >>> to_sql(And(Comparison("=", col("a"), lit(1)), IsNull(col("b", "c"))))
         'a = 1 AND b.c IS NULL'
     """

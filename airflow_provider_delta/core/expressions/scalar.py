@@ -5,6 +5,7 @@ computed here (other columns, unsupported functions, values of types that do not
 ``_UNKNOWN``, which keeps the file.
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import parse_predicate
     >>> _eval_scalar(parse_predicate("p IN ('a', NULL)"), {"p": "b"}) is None
     True
 """

@@ -10,7 +10,7 @@ Example:
     >>> from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression
     >>> t = pa.table({"d": pa.array([18291], pa.date32())})
     >>> evaluate(bind(parse_expression("date_format(add_months(d, 1), 'yyyy/MM/dd')"), t.schema), t).to_pylist()
-    ['2020-02-29'.replace('-', '/')]
+    ['2020/02/29']
 """
 
 from __future__ import annotations
