@@ -280,6 +280,8 @@ CONDITIONAL = [
     "least(d, 1.0D)",
     "greatest(dt, DATE'2020-02-01')",
     "least(s, p)",
+    "coalesce(dt, '2020-01-01')",
+    "if(f, i, '5')",
     "isnull(s)",
     "isnotnull(a)",
     "CASE WHEN i <> 0 THEN 100 / i ELSE 0 END",

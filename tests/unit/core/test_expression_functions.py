@@ -169,6 +169,10 @@ def test_datetime_conditional_and_math_functions_give_sparks_values(text: str, e
         ("greatest(1, 2.5)", pa.decimal128(11, 1)),
         ("if(true, 1, 2L)", pa.int64()),
         ("concat(array(1), array(2L))", pa.list_(pa.int64())),
+        ("coalesce('1', 2)", pa.int64()),
+        ("coalesce('1', 2.5)", pa.float64()),
+        ("coalesce(DATE'2020-01-01', '2020-01-02')", pa.date32()),
+        ("array(1, '2')", pa.list_(pa.int64())),
     ],
 )
 def test_result_types_are_sparks(text: str, kind: pa.DataType) -> None:

@@ -162,7 +162,20 @@ def wider_type(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
         return a
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
         return a if a.tz is not None else b
+    if _is_string_type(a) or _is_string_type(b):
+        return _with_string(b if _is_string_type(a) else a)
     return _wider_nested(a, b)
+
+
+def _with_string(other: pa.DataType) -> pa.DataType | None:
+    """Spark's ANSI common type of a string and ``other`` (the string is cast to it)."""
+    if pa.types.is_integer(other):
+        return pa.int64()
+    if pa.types.is_floating(other) or pa.types.is_decimal(other):
+        return pa.float64()
+    if pa.types.is_date(other) or pa.types.is_timestamp(other) or pa.types.is_boolean(other):
+        return other
+    return pa.binary() if _is_binary_type(other) else None
 
 
 def _wider_numeric(a: pa.DataType, b: pa.DataType) -> pa.DataType:

@@ -227,9 +227,16 @@ register(
 
 def _find(haystack: pa.Array, needle: str, n: int) -> pa.Array:
     """1-based character position of ``needle`` in each string (0 when absent)."""
-    if pc.all(pc.string_is_ascii(haystack)).as_py() is not False:
-        return pc.add(pc.find_substring(haystack, needle), 1).cast(pa.int32())
-    return per_row([haystack], n, lambda s: s.find(needle) + 1, pa.int32())
+    found = pc.add(pc.find_substring(haystack, needle), 1).cast(pa.int32())  # a byte position
+    wide = pc.invert(pc.fill_null(pc.string_is_ascii(haystack), True))
+    if not pc.any(wide).as_py():
+        return found
+    # Strings with multi-byte characters: their character position, computed for them alone.
+    rows = np.flatnonzero(np.asarray(wide.to_numpy(zero_copy_only=False), dtype=bool))
+    text = haystack.take(pa.array(rows)).to_pylist()
+    fixed = np.asarray(found.fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int32).copy()
+    fixed[rows] = [s.find(needle) + 1 for s in text]
+    return pa.array(fixed, pa.int32(), mask=null_mask(haystack))
 
 
 def _instr(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Array:
