@@ -26,23 +26,6 @@ if TYPE_CHECKING:
 
 ComparisonOp = TypingLiteral["=", "!=", "<", "<=", ">", ">=", "<=>"]
 ArithmeticOp = TypingLiteral["+", "-", "*", "/", "%"]
-FUNCTIONS = frozenset(
-    {
-        "abs",
-        "coalesce",
-        "concat",
-        "current_date",
-        "current_timestamp",
-        "length",
-        "lower",
-        "ltrim",
-        "negative",
-        "rtrim",
-        "substring",
-        "trim",
-        "upper",
-    }
-)
 
 
 _RENDERER: list[Callable[[Expr], str]] = [repr]

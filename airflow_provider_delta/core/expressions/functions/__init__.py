@@ -43,7 +43,7 @@ def supported_functions() -> dict[str, list[str]]:
     """Every function name Spark users can write (aliases included), per family, sorted."""
     families: dict[str, list[str]] = {}
     for name, spec in REGISTRY.items():
-        if name.isidentifier():
+        if name not in ("case", "[]"):  # syntax (CASE WHEN, x[i]), not calls
             families.setdefault(spec.family, []).append(name)
     for alias, name in ALIASES.items():
         families[REGISTRY[name].family].append(alias)

@@ -117,13 +117,20 @@ def _array_distinct(args: list[ArgValue], result: pa.DataType, n: int) -> pa.Arr
 
 def _merged(left: Rows, right: Rows) -> tuple[Rows, np.ndarray]:
     """The rows of ``left`` followed, row by row, by those of ``right``; and the merged elements' codes."""
-    values = pa.concat_arrays([left.values.cast(right.values.type), right.values])
-    parents = np.concatenate([left.parents, right.parents])
-    order = np.argsort(parents, kind="stable")
-    lcodes, rcodes = element_codes(left.values.cast(right.values.type), right.values)
+    lvalues = left.values.cast(right.values.type)
+    lcodes, rcodes = element_codes(lvalues, right.values)
     lengths = left.lengths + right.lengths
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
-    merged = Rows(values.take(pa.array(order)), parents[order], starts, lengths, left.valid & right.valid)
+    # Where each element lands: its row's start, after the row's left elements for right ones.
+    left_at = starts[left.parents] + np.arange(len(lvalues)) - left.starts[left.parents]
+    right_offset = left.lengths[right.parents] - right.starts[right.parents]
+    right_at = starts[right.parents] + right_offset + np.arange(len(right.values))
+    order = np.empty(len(lvalues) + len(right.values), dtype=np.int64)
+    order[left_at] = np.arange(len(lvalues))
+    order[right_at] = len(lvalues) + np.arange(len(right.values))
+    values = pa.concat_arrays([lvalues, right.values]).take(pa.array(order))
+    parents = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
+    merged = Rows(values, parents, starts, lengths, left.valid & right.valid)
     return merged, np.concatenate([lcodes, rcodes])[order]
 
 
