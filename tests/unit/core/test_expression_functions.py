@@ -230,3 +230,24 @@ def test_the_function_list_covers_every_family_and_resolves_aliases() -> None:
     families = supported_functions()
     assert {"array", "map", "struct", "string", "datetime", "conditional", "math", "hash"} <= set(families)
     assert all(lookup(name) is not None for names in families.values() for name in names)
+
+
+def test_a_local_merge_runs_clauses_with_array_set_functions(tmp_path: Any) -> None:
+    from airflow_provider_delta.core.table import DeltaTable
+
+    tags = pa.list_(pa.string())
+    table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("tags", tags)]))
+    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "tags": pa.array([["a", "b", "a"], None], tags)}))
+    source = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "add": pa.array([["c", "a"], ["x"], ["y", "y"]], tags)})
+    metrics = (
+        table.merge(source, "t.id = s.id", source_alias="s", target_alias="t")
+        .when_matched_update(
+            set={"tags": "array_except(array_union(array_distinct(coalesce(t.tags, array())), s.add), array('b'))"},
+            condition="NOT array_contains(coalesce(t.tags, array()), 'x')",
+        )
+        .when_not_matched_insert(values={"id": "s.id", "tags": "array_remove(array_intersect(s.add, array('y')), 'z')"})
+        .execute()
+    )
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (2, 1)
+    rows = sorted(DeltaTable(str(tmp_path / "t")).to_arrow().to_pylist(), key=lambda r: r["id"])
+    assert rows == [{"id": 1, "tags": ["a", "c"]}, {"id": 2, "tags": ["x"]}, {"id": 3, "tags": ["y"]}]
