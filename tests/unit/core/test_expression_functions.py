@@ -237,15 +237,23 @@ def test_a_local_merge_runs_clauses_with_array_set_functions(tmp_path: Any) -> N
 
     tags = pa.list_(pa.string())
     table = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("tags", tags)]))
-    table.append(pa.table({"id": pa.array([1, 2], pa.int64()), "tags": pa.array([["a", "b", "a"], None], tags)}))
-    source = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "add": pa.array([["c", "a"], ["x"], ["y", "y"]], tags)})
+    table.append(
+        pa.table({"id": pa.array([1, 2], pa.int64()), "tags": pa.array([["a", "b", "a"], None], tags)})
+    )
+    source = pa.table(
+        {"id": pa.array([1, 2, 3], pa.int64()), "add": pa.array([["c", "a"], ["x"], ["y", "y"]], tags)}
+    )
     metrics = (
         table.merge(source, "t.id = s.id", source_alias="s", target_alias="t")
         .when_matched_update(
-            set={"tags": "array_except(array_union(array_distinct(coalesce(t.tags, array())), s.add), array('b'))"},
+            set={
+                "tags": "array_except(array_union(array_distinct(coalesce(t.tags, array())), s.add), array('b'))"
+            },
             condition="NOT array_contains(coalesce(t.tags, array()), 'x')",
         )
-        .when_not_matched_insert(values={"id": "s.id", "tags": "array_remove(array_intersect(s.add, array('y')), 'z')"})
+        .when_not_matched_insert(
+            values={"id": "s.id", "tags": "array_remove(array_intersect(s.add, array('y')), 'z')"}
+        )
         .execute()
     )
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (2, 1)
