@@ -53,6 +53,7 @@ from airflow_provider_delta.core.expressions import (
     Column,
     Comparison,
     Expr,
+    Function,
     In,
     Literal,
     Or,
@@ -273,6 +274,11 @@ class _Planner:
         self.engine_only.append(where)
         return EngineExpr(expr.sql, dtype)
 
+    def engine_may_type(self, expr: Expr, *, engine_ok: bool = True) -> bool:
+        """Whether SQL with functions core's typing refused goes to the engine's analyzer (Spark's
+        implicit casts are wider than the local engine's)."""
+        return self.typer is not None and engine_ok and any(isinstance(n, Function) for n in _walk(expr))
+
     def qualify(self, expr: Expr, aliases: Sequence[str], where: str) -> Expr:
         def fix(c: Column) -> Column:
             if c.qualifier is not None:
@@ -304,6 +310,8 @@ class _Planner:
         try:
             bound = bind(expr, layout, qualifiers=qualifiers)
         except PredicateError as err:
+            if self.engine_may_type(expr, engine_ok=engine_ok):
+                return self.engine_typed(EngineExpr(text), aliases, where, predicate=predicate)
             column = next((c.name for c in _walk(expr) if isinstance(c, Column)), None)
             raise MergeError(f"{err} (in the {where})", clause=where, column=column) from err
         if predicate:
@@ -514,13 +522,17 @@ class _Planner:
             else:
                 try:
                     bound = bind(expr, layout, qualifiers=qualifiers)
+                    value_type = _type_of(bound)
                 except PredicateError as err:
-                    raise MergeError(
-                        f"{err} (in {where}, assigning {'.'.join(canonical)!r})",
-                        clause=where,
-                        column=".".join(canonical),
-                    ) from err
-                value_type = _type_of(bound)
+                    if not self.engine_may_type(expr):
+                        raise MergeError(
+                            f"{err} (in {where}, assigning {'.'.join(canonical)!r})",
+                            clause=where,
+                            column=".".join(canonical),
+                        ) from err
+                    where_assigned = f"{where}, assigning {'.'.join(canonical)!r}"
+                    engine = self.engine_typed(EngineExpr(sql), aliases, where_assigned, predicate=False)
+                    bound, value_type = engine, engine.dtype
             reason = _assignable(value_type, _field_at(schema, canonical).type, ".".join(canonical))
             if reason:
                 raise MergeError(
