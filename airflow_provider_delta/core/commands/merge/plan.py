@@ -42,7 +42,7 @@ from airflow_provider_delta.core.commands.merge.source import (
     as_merge_source,
 )
 from airflow_provider_delta.core.commands.merge.source import source_key_column as source_key_column
-from airflow_provider_delta.core.commands.merge.store import missing_fields
+from airflow_provider_delta.core.commands.merge.store import struct_mismatch
 from airflow_provider_delta.core.expressions import (
     And,
     Column,
@@ -606,13 +606,12 @@ class _Planner:
                     ) from err
                 value_type = _type_of(bound)
             column_type = _field_at(schema, canonical).type
-            reason = _assignable(value_type, column_type, ".".join(canonical))
-            missing = None if self.evolution or value_type is None else missing_fields(
-                value_type, column_type, ".".join(canonical))
-            if missing and not reason:  # Delta's by-name cast without evolution: the structs must have the same fields
-                reason = (f"the value has no field {missing!r} (without schema evolution a struct value must "
-                          "have every field of the column's struct). Help: enable schema evolution (the "
-                          "missing fields are then NULL), or assign the fields one by one")
+            # Delta's by-name cast (castIfNeeded) checks the structs first, then the other types.
+            reason = None if value_type is None else struct_mismatch(
+                value_type, column_type, ".".join(canonical), allow_missing=self.evolution)
+            if reason and not self.evolution and "has no field" in reason:
+                reason += ". Help: enable schema evolution (missing fields are then NULL), or assign fields one by one"
+            reason = reason or _assignable(value_type, column_type, ".".join(canonical))
             if reason:
                 raise MergeError(
                     f"Cannot assign {sql!r} to column {'.'.join(canonical)!r} in {where}: {reason}",

@@ -6,7 +6,7 @@ struct type field by field, matching names ignoring case:
 
 - every field of the value must exist in the column's struct (else the statement is refused);
   without schema evolution the two structs must also have the same fields (a field the value lacks
-  is refused too, naming the column: :func:`missing_fields` finds it at planning time);
+  is refused too: :func:`struct_mismatch` says why, at planning time);
 - a field the value lacks is NULL, except in ``UPDATE SET *`` with schema evolution, where it keeps
   the target row's value (``TargetOnlyStructFieldBehavior.PRESERVE``): through structs nested in
   structs, not inside array elements or map values (Delta cannot pair those with the target's);
@@ -34,7 +34,7 @@ from airflow_provider_delta.core.schema.arrow import to_arrow_type
 from airflow_provider_delta.core.schema.conform import conform_array
 from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructType
 
-__all__ = ["missing_fields", "store_value"]
+__all__ = ["store_value", "struct_mismatch"]
 
 
 def _child_index(value_type: pa.StructType, name: str) -> int | None:
@@ -45,28 +45,41 @@ def _child_index(value_type: pa.StructType, name: str) -> int | None:
     return None
 
 
-def missing_fields(value: pa.DataType, column: DataType, path: str) -> str | None:
-    """The first field (dotted path) the column's structs have and the value's lack, or None.
+def struct_mismatch(value: pa.DataType, column: DataType, path: str, *, allow_missing: bool) -> str | None:
+    """Why Delta refuses to store a value of type ``value`` into ``column`` for its structs, or None.
 
-    Looks through structs, array elements and map keys and values, as Delta's by-name cast does
-    (a value whose structs equal the column's ignoring case and nullability is never refused).
+    In Delta's order (``castIfNeeded``), struct by struct from the outside in: a field of the value the
+    column's struct lacks (its data would be lost); then, without schema evolution (``allow_missing``
+    false), a field of the column's struct the value lacks; then the fields both have, in the column's
+    order. Looks into array elements and map keys and values.
     """
     if isinstance(column, StructType) and pa.types.is_struct(value):
+        for i in range(value.num_fields):
+            if _field_index(column, value.field(i).name) is None:
+                return f"the value has field {path + '.' + value.field(i).name!r}, which the column lacks"
+        if not allow_missing and value.num_fields != len(column.fields):
+            lacking = next(f.name for f in column.fields if _child_index(value, f.name) is None)
+            return (f"the value has no field {path + '.' + lacking!r} (without schema evolution a struct "
+                    "value must have every field of the column's struct)")
         for f in column.fields:
             i = _child_index(value, f.name)
-            if i is None:
-                return f"{path}.{f.name}"
-            found = missing_fields(value.field(i).type, f.type, f"{path}.{f.name}")
-            if found:
-                return found
+            reason = None if i is None else struct_mismatch(
+                value.field(i).type, f.type, f"{path}.{f.name}", allow_missing=allow_missing)
+            if reason:
+                return reason
         return None
     if isinstance(column, ArrayType) and (pa.types.is_list(value) or pa.types.is_large_list(value)):
-        return missing_fields(value.value_type, column.element_type, f"{path}.element")
+        return struct_mismatch(value.value_type, column.element_type, f"{path}.element", allow_missing=allow_missing)
     if isinstance(column, MapType) and pa.types.is_map(value):
-        return missing_fields(value.key_type, column.key_type, f"{path}.key") or missing_fields(
-            value.item_type, column.value_type, f"{path}.value"
-        )
+        return struct_mismatch(
+            value.key_type, column.key_type, f"{path}.key", allow_missing=allow_missing
+        ) or struct_mismatch(value.item_type, column.value_type, f"{path}.value", allow_missing=allow_missing)
     return None
+
+
+def _field_index(column: StructType, name: str) -> int | None:
+    folded = name.casefold()
+    return next((i for i, f in enumerate(column.fields) if f.name.casefold() == folded), None)
 
 
 def _has_fields_to_keep(value: pa.StructType, column: StructType) -> bool:

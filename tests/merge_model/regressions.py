@@ -1,0 +1,172 @@
+"""The cases of issue 22 items 1, 2, 3, 7 and 8, with what delta-spark 4.4.0 (pyspark 4.2.0) gave for
+each, written here by hand from runs of its ``MERGE INTO`` (default configuration, 2026-11-29).
+
+Each entry is ``(case, outcome)``: the schema (model types) and rows Delta left, or ``"refused"``
+with the column its error named. The same cases run on the local executor
+(``tests/unit/core/merge/test_merge_nested_delta.py``) and on the Spark executor
+(``tests/spark/test_merge_nested_model_spark.py``), and the model must agree with every one of them
+(``test_the_model_gives_delta_spark_results``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.merge_model.case import Array, Clause, Map, MergeCase, Struct, Value
+
+__all__ = ["REGRESSIONS"]
+
+I, B = "int", "bigint"
+UPDATE_ALL = (Clause("matched", "update"),)
+INSERT_ALL = (Clause("not_matched", "insert"),)
+
+
+def _s(*fields: tuple[str, Any]) -> Struct:
+    return Struct(tuple(fields))
+
+
+def _table(**columns: Any) -> Struct:
+    return Struct((("k", B), *columns.items()))
+
+
+ABC, AC = _s(("a", I), ("b", I), ("c", I)), _s(("a", I), ("c", I))
+
+REGRESSIONS: dict[str, tuple[MergeCase, Any]] = {
+    # 1. UPDATE SET * with evolution, a struct the source only partly has: aligned by name, the fields the
+    #    source lacks keep the target's values; inside arrays and map values they are NULL (Delta does not
+    #    pair elements) and NULL elements stay NULL.
+    "1 struct": (
+        MergeCase(_table(x=ABC), ({"k": 1, "x": {"a": 1, "b": 10, "c": 100}},),
+                  _table(x=AC), ({"k": 1, "x": {"a": 0, "c": 0}},), UPDATE_ALL, evolution=True),
+        (_table(x=ABC), [{"k": 1, "x": {"a": 0, "b": 10, "c": 0}}]),
+    ),
+    "1 array of structs": (
+        MergeCase(_table(x=Array(ABC)), ({"k": 1, "x": [{"a": 1, "b": 10, "c": 100}]},),
+                  _table(x=Array(AC)), ({"k": 1, "x": [{"a": 0, "c": 0}, None]},), UPDATE_ALL, evolution=True),
+        (_table(x=Array(ABC)), [{"k": 1, "x": [{"a": 0, "b": None, "c": 0}, None]}]),
+    ),
+    "1 map of structs": (
+        MergeCase(_table(x=Map("string", ABC)), ({"k": 1, "x": [("p", {"a": 1, "b": 10, "c": 100})]},),
+                  _table(x=Map("string", AC)), ({"k": 1, "x": [("p", {"a": 0, "c": 0}), ("q", None)]},),
+                  UPDATE_ALL, evolution=True),
+        (_table(x=Map("string", ABC)), [{"k": 1, "x": [("p", {"a": 0, "b": None, "c": 0}), ("q", None)]}]),
+    ),
+    "1 struct in struct": (
+        MergeCase(_table(x=_s(("a", I), ("n", _s(("p", I), ("q", I))), ("c", I))),
+                  ({"k": 1, "x": {"a": 1, "n": {"p": 7, "q": 8}, "c": 100}},),
+                  _table(x=_s(("a", I), ("n", _s(("q", I), ("r", I))))),
+                  ({"k": 1, "x": {"a": 0, "n": None}},), UPDATE_ALL, evolution=True),
+        (_table(x=_s(("a", I), ("n", _s(("p", I), ("q", I), ("r", I))), ("c", I))),
+         [{"k": 1, "x": {"a": 0, "n": {"p": 7, "q": None, "r": None}, "c": 100}}]),
+    ),
+    # 2. UPDATE SET * with evolution, a NULL source struct: the target's fields the source lacks are kept;
+    #    a NULL target struct stays NULL.
+    "2 null source struct": (
+        MergeCase(_table(col=_s(("y", I), ("z", I), ("w", I))),
+                  ({"k": 1, "col": {"y": 2, "z": 5, "w": 6}}, {"k": 2, "col": None}),
+                  _table(col=_s(("y", I), ("x", I))), ({"k": 1, "col": None}, {"k": 2, "col": None}),
+                  UPDATE_ALL, evolution=True),
+        (_table(col=_s(("y", I), ("z", I), ("w", I), ("x", I))),
+         [{"k": 1, "col": {"y": None, "z": 5, "w": 6, "x": None}}, {"k": 2, "col": None}]),
+    ),
+    "2 null source struct with every target field": (
+        MergeCase(_table(col=_s(("y", I), ("z", I))), ({"k": 1, "col": {"y": 2, "z": 5}},),
+                  _table(col=_s(("y", I), ("z", I), ("x", I))), ({"k": 1, "col": None},), UPDATE_ALL,
+                  evolution=True),
+        (_table(col=_s(("y", I), ("z", I), ("x", I))), [{"k": 1, "col": None}]),
+    ),
+    "2 explicit assignment of a null struct": (
+        MergeCase(_table(col=_s(("y", I), ("z", I), ("w", I))), ({"k": 1, "col": {"y": 2, "z": 5, "w": 6}},),
+                  _table(col=_s(("y", I), ("x", I))), ({"k": 1, "col": None},),
+                  (Clause("matched", "update", assignments=((("col",), Value("s", ("col",))),)),),
+                  evolution=True),
+        (_table(col=_s(("y", I), ("z", I), ("w", I), ("x", I))), [{"k": 1, "col": None}]),
+    ),
+    "2 explicit assignment of a partial struct": (
+        MergeCase(_table(col=_s(("y", I), ("z", I), ("w", I))), ({"k": 1, "col": {"y": 2, "z": 5, "w": 6}},),
+                  _table(col=_s(("y", I), ("x", I))), ({"k": 1, "col": {"y": 1, "x": 3}},),
+                  (Clause("matched", "update", assignments=((("col",), Value("s", ("col",))),)),),
+                  evolution=True),
+        (_table(col=_s(("y", I), ("z", I), ("w", I), ("x", I))),
+         [{"k": 1, "col": {"y": 1, "z": None, "w": None, "x": 3}}]),
+    ),
+    # 3. Without evolution a struct value must have the column's fields (DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION).
+    "3 update without a field": (
+        MergeCase(_table(x=ABC), ({"k": 1, "x": {"a": 1, "b": 10, "c": 100}},),
+                  _table(x=AC), ({"k": 1, "x": {"a": 0, "c": 0}},), UPDATE_ALL, evolution=False),
+        ("refused", "x.b"),
+    ),
+    "3 insert without a field": (
+        MergeCase(_table(x=ABC), (), _table(x=AC), ({"k": 1, "x": {"a": 0, "c": 0}},), INSERT_ALL, evolution=False),
+        ("refused", "x.b"),
+    ),
+    "3 update with an extra field": (
+        MergeCase(_table(x=AC), ({"k": 1, "x": {"a": 1, "c": 100}},),
+                  _table(x=ABC), ({"k": 1, "x": {"a": 0, "b": 0, "c": 0}},), UPDATE_ALL, evolution=False),
+        ("refused", "x.b"),
+    ),
+    "3 array element without a field": (
+        MergeCase(_table(x=Array(_s(("a", I), ("b", I)))), ({"k": 1, "x": [{"a": 1, "b": 10}]},),
+                  _table(x=Array(_s(("a", I),))), ({"k": 1, "x": [{"a": 0}]},), UPDATE_ALL, evolution=False),
+        ("refused", "x.element.b"),
+    ),
+    "3 same fields in another order and case": (
+        MergeCase(_table(x=_s(("a", I), ("b", I))), ({"k": 1, "x": {"a": 1, "b": 10}},),
+                  _table(x=_s(("B", B), ("a", I))), ({"k": 1, "x": {"B": 5, "a": 0}},), UPDATE_ALL, evolution=False),
+        (_table(x=_s(("a", I), ("b", I))), [{"k": 1, "x": {"a": 0, "b": 5}}]),
+    ),
+    # 7. With evolution an assignment to a column the source has adds it with the source column's type,
+    #    whatever the value; a column the source lacks stays an error.
+    "7 update from another column": (
+        MergeCase(_table(v=I), ({"k": 1, "v": 1},), _table(v=I, extra=B), ({"k": 1, "v": 5, "extra": 9},),
+                  (Clause("matched", "update", assignments=((("extra",), Value("s", ("v",))),)),), evolution=True),
+        (_table(v=I, extra=B), [{"k": 1, "v": 1, "extra": 5}]),
+    ),
+    "7 insert from another column": (
+        MergeCase(_table(v=I), ({"k": 1, "v": 1},), _table(v=I, extra=B), ({"k": 2, "v": 5, "extra": 9},),
+                  (Clause("not_matched", "insert",
+                          assignments=((("k",), Value("s", ("k",))), (("extra",), Value("s", ("v",))))),),
+                  evolution=True),
+        (_table(v=I, extra=B), [{"k": 1, "v": 1, "extra": None}, {"k": 2, "v": None, "extra": 5}]),
+    ),
+    "7 nested field from another column": (
+        MergeCase(_table(x=_s(("a", I),)), ({"k": 1, "x": {"a": 1}},),
+                  _table(v=I, x=_s(("a", I), ("n", B))), ({"k": 1, "v": 5, "x": {"a": 2, "n": 3}},),
+                  (Clause("matched", "update", assignments=((("x", "n"), Value("s", ("v",))),)),), evolution=True),
+        (_table(x=_s(("a", I), ("n", B))), [{"k": 1, "x": {"a": 1, "n": 5}}]),
+    ),
+    "7 a column the source lacks": (
+        MergeCase(_table(v=I), ({"k": 1, "v": 1},), _table(v=I), ({"k": 1, "v": 5},),
+                  (Clause("matched", "update", assignments=((("extra",), Value("s", ("v",))),)),), evolution=True),
+        ("refused", "extra"),
+    ),
+    "7 a new column without evolution": (
+        MergeCase(_table(v=I), ({"k": 1, "v": 1},), _table(v=I, extra=B), ({"k": 1, "v": 5, "extra": 9},),
+                  (Clause("matched", "update", assignments=((("extra",), Value("s", ("v",))),)),), evolution=False),
+        ("refused", "extra"),
+    ),
+    "7 void column takes the assigned type": (
+        MergeCase(_table(v="void"), ({"k": 1, "v": None},), _table(v=I), ({"k": 1, "v": 5}, {"k": 2, "v": 6}),
+                  (Clause("matched", "update", assignments=((("v",), Value("s", ("v",))),)),
+                   Clause("not_matched", "insert")), evolution=True),
+        (_table(v=I), [{"k": 1, "v": 5}, {"k": 2, "v": 6}]),
+    ),
+    "7 void column without evolution": (
+        MergeCase(_table(v="void"), ({"k": 1, "v": None},), _table(v=I), ({"k": 1, "v": 5},),
+                  (Clause("matched", "update", assignments=((("v",), Value("s", ("v",))),)),), evolution=False),
+        ("refused", "v"),
+    ),
+    # 8. NULL struct elements of source arrays and map values stay NULL when the element struct evolves.
+    "8 null array element": (
+        MergeCase(_table(x=Array(_s(("a", I), ("c", I)))), (),
+                  _table(x=Array(_s(("a", I), ("b", I)))), ({"k": 1, "x": [None, {"a": 1, "b": 2}]},),
+                  INSERT_ALL, evolution=True),
+        (_table(x=Array(_s(("a", I), ("c", I), ("b", I)))), [{"k": 1, "x": [None, {"a": 1, "c": None, "b": 2}]}]),
+    ),
+    "8 null map value": (
+        MergeCase(_table(x=Map("string", _s(("a", I),))), (),
+                  _table(x=Map("string", _s(("a", I), ("b", I)))),
+                  ({"k": 1, "x": [("p", None), ("q", {"a": 1, "b": 2})]},), INSERT_ALL, evolution=True),
+        (_table(x=Map("string", _s(("a", I), ("b", I)))), [{"k": 1, "x": [("p", None), ("q", {"a": 1, "b": 2})]}]),
+    ),
+}
