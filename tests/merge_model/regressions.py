@@ -156,6 +156,42 @@ REGRESSIONS: dict[str, tuple[MergeCase, Any]] = {
                   (Clause("matched", "update", assignments=((("v",), Value("s", ("v",))),)),), evolution=False),
         ("refused", "v"),
     ),
+    "1 array in a struct": (
+        MergeCase(_table(x=_s(("a", I), ("arr", Array(_s(("p", I), ("q", I)))), ("c", I))),
+                  ({"k": 1, "x": {"a": 1, "arr": [{"p": 1, "q": 2}], "c": 100}},),
+                  _table(x=_s(("a", I), ("arr", Array(_s(("q", I),))))),
+                  ({"k": 1, "x": {"a": 0, "arr": [{"q": 5}]}},), UPDATE_ALL, evolution=True),
+        (_table(x=_s(("a", I), ("arr", Array(_s(("p", I), ("q", I)))), ("c", I))),
+         [{"k": 1, "x": {"a": 0, "arr": [{"p": None, "q": 5}], "c": 100}}]),
+    ),
+    "2 null source struct, deeper target-only field": (
+        MergeCase(_table(x=_s(("a", I), ("n", _s(("p", I), ("q", I))))), ({"k": 1, "x": {"a": 1, "n": {"p": 7, "q": 8}}},),
+                  _table(x=_s(("a", I), ("n", _s(("p", I),)))), ({"k": 1, "x": None},), UPDATE_ALL, evolution=True),
+        (_table(x=_s(("a", I), ("n", _s(("p", I), ("q", I))))), [{"k": 1, "x": {"a": None, "n": {"p": None, "q": 8}}}]),
+    ),
+    "2 null target struct, partial source": (
+        MergeCase(_table(x=_s(("a", I), ("b", I))), ({"k": 1, "x": None},),
+                  _table(x=_s(("a", I),)), ({"k": 1, "x": {"a": 3}},), UPDATE_ALL, evolution=True),
+        (_table(x=_s(("a", I), ("b", I))), [{"k": 1, "x": {"a": 3, "b": None}}]),
+    ),
+    "7 assignment evolves the column from the source's same-named column": (
+        MergeCase(_table(x=_s(("a", I),)), ({"k": 1, "x": {"a": 1}},),
+                  _table(x=_s(("a", I), ("b", I)), y=_s(("a", I),)), ({"k": 1, "x": {"a": 2, "b": 3}, "y": {"a": 9}},),
+                  (Clause("matched", "update", assignments=((("x",), Value("s", ("y",))),)),), evolution=True),
+        (_table(x=_s(("a", I), ("b", I))), [{"k": 1, "x": {"a": 9, "b": None}}]),
+    ),
+    "7 not matched by source cannot add a column": (
+        MergeCase(_table(v=I), ({"k": 1, "v": 1},), _table(v=I, extra=I), ({"k": 2, "v": 5, "extra": 1},),
+                  (Clause("not_matched_by_source", "update", assignments=((("extra",), Value(literal=1)),)),),
+                  evolution=True),
+        ("refused", "extra"),
+    ),
+    "7 new nested field takes the source's spelling": (
+        MergeCase(_table(x=_s(("a", I),)), ({"k": 1, "x": {"a": 1}},),
+                  _table(X=_s(("A", I), ("Bb", I))), ({"k": 1, "X": {"A": 2, "Bb": 3}},),
+                  (Clause("matched", "update", assignments=((("x", "bb"), Value("s", ("x", "bb"))),)),), evolution=True),
+        (_table(x=_s(("a", I), ("Bb", I))), [{"k": 1, "x": {"a": 1, "Bb": 3}}]),
+    ),
     # 8. NULL struct elements of source arrays and map values stay NULL when the element struct evolves.
     "8 null array element": (
         MergeCase(_table(x=Array(_s(("a", I), ("c", I)))), (),
