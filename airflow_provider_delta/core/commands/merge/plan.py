@@ -18,8 +18,12 @@ Schema evolution follows Delta Lake (``MERGE WITH SCHEMA EVOLUTION`` / ``autoMer
 - With evolution they assign every *source* column: new ones are added to the table (at the end,
   also inside structs and struct map values); target columns missing from the source stay unchanged
   (update) or NULL (insert); ``EXCEPT`` names source columns, and an excluded new column is not added.
-- An explicit assignment adds a column only when its value is the source column of the same name
-  (``SET t.new = s.new``, ``SET t.a.new = s.a.new``); expressions, renames and casts never do.
+- An UPDATE or INSERT assignment to a column (or nested field) the target lacks and the source has
+  adds it with the source column's type, whatever value it assigns (``SET t.new = s.other + 1``);
+  one the source lacks is an error, and so is one in NOT MATCHED BY SOURCE (Delta's
+  ``computePostEvolutionTargetSchema``).
+- Values are stored as Delta stores them (:mod:`~airflow_provider_delta.core.commands.merge.store`):
+  structs by name; without evolution a struct value must have the column's fields.
 
 Example:
     >>> plan = plan_merge(snapshot, spec, source_table)   # doctest: +SKIP
