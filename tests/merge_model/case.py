@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -65,7 +65,7 @@ class Map:
     value: Type
 
 
-Type = Union[str, Struct, Array, Map]
+Type = str | Struct | Array | Map
 
 
 def field_of(struct: Struct, name: str) -> tuple[str, Type] | None:
@@ -122,8 +122,11 @@ class Clause:
         return self.action != "delete" and self.assignments is None
 
     def sql(self) -> str:
-        head = {"matched": "WHEN MATCHED", "not_matched": "WHEN NOT MATCHED",
-                "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE"}[self.kind]
+        head = {
+            "matched": "WHEN MATCHED",
+            "not_matched": "WHEN NOT MATCHED",
+            "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE",
+        }[self.kind]
         if self.condition is not None:
             head += f" AND {self.condition.sql()}"
         if self.action == "delete":

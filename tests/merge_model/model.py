@@ -80,8 +80,10 @@ def _merge_types(current: Type, update: Type, path: str) -> Type:
     if isinstance(current, Array) and isinstance(update, Array):
         return Array(_merge_types(current.element, update.element, f"{path}.element"))
     if isinstance(current, Map) and isinstance(update, Map):
-        return Map(_merge_types(current.key, update.key, f"{path}.key"),
-                   _merge_types(current.value, update.value, f"{path}.value"))
+        return Map(
+            _merge_types(current.key, update.key, f"{path}.key"),
+            _merge_types(current.value, update.value, f"{path}.value"),
+        )
     if current == update or update == "void":
         return current
     if current == "void":
@@ -214,7 +216,8 @@ def _type_conflicts(value: Type, column: Type, path: str) -> list[str]:
         return _type_conflicts(value.element, column.element, f"{path}.element")
     if isinstance(column, Map) and isinstance(value, Map):
         return _type_conflicts(value.key, column.key, f"{path}.key") + _type_conflicts(
-            value.value, column.value, f"{path}.value")
+            value.value, column.value, f"{path}.value"
+        )
     return [path]
 
 

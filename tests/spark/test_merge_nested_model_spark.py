@@ -44,8 +44,15 @@ def run_spark(spark: SparkSession, case: MergeCase) -> None:
         check(case, location, merge)
 
 
-SAMPLE = ("1 struct", "1 array of structs", "2 null source struct", "3 update without a field",
-          "7 update from another column", "7 insert from another column", "8 null map value")
+SAMPLE = (
+    "1 struct",
+    "1 array of structs",
+    "2 null source struct",
+    "3 update without a field",
+    "7 update from another column",
+    "7 insert from another column",
+    "8 null map value",
+)
 
 
 @pytest.mark.parametrize("name", SAMPLE)
@@ -60,8 +67,12 @@ def test_spark_merge_of_the_other_issue_cases_follows_delta(spark: SparkSession,
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, print_blob=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(case=merge_cases())
 def test_spark_merge_of_nested_data_follows_delta(spark: SparkSession, case: MergeCase) -> None:
     run_spark(spark, case)

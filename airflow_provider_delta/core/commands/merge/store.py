@@ -59,17 +59,22 @@ def struct_mismatch(value: pa.DataType, column: DataType, path: str, *, allow_mi
                 return f"the value has field {path + '.' + value.field(i).name!r}, which the column lacks"
         if not allow_missing and value.num_fields != len(column.fields):
             lacking = next(f.name for f in column.fields if _child_index(value, f.name) is None)
-            return (f"the value has no field {path + '.' + lacking!r} (without schema evolution a struct "
-                    "value must have every field of the column's struct)")
+            return (
+                f"the value has no field {path + '.' + lacking!r} (without schema evolution a struct "
+                "value must have every field of the column's struct)"
+            )
         for f in column.fields:
-            i = _child_index(value, f.name)
-            reason = None if i is None else struct_mismatch(
-                value.field(i).type, f.type, f"{path}.{f.name}", allow_missing=allow_missing)
+            j = _child_index(value, f.name)
+            if j is None:
+                continue
+            reason = struct_mismatch(value.field(j).type, f.type, f"{path}.{f.name}", allow_missing=allow_missing)
             if reason:
                 return reason
         return None
     if isinstance(column, ArrayType) and (pa.types.is_list(value) or pa.types.is_large_list(value)):
-        return struct_mismatch(value.value_type, column.element_type, f"{path}.element", allow_missing=allow_missing)
+        return struct_mismatch(
+            value.value_type, column.element_type, f"{path}.element", allow_missing=allow_missing
+        )
     if isinstance(column, MapType) and pa.types.is_map(value):
         return struct_mismatch(
             value.key_type, column.key_type, f"{path}.key", allow_missing=allow_missing
@@ -90,7 +95,11 @@ def _has_fields_to_keep(value: pa.StructType, column: StructType) -> bool:
         if i is None:
             return True
         child = value.field(i).type
-        if isinstance(f.type, StructType) and pa.types.is_struct(child) and _has_fields_to_keep(child, f.type):
+        if (
+            isinstance(f.type, StructType)
+            and pa.types.is_struct(child)
+            and _has_fields_to_keep(child, f.type)
+        ):
             return True
     return False
 
@@ -113,7 +122,9 @@ def store_value(values: pa.Array, column: DataType, *, original: pa.Array | None
         return pa.nulls(len(values), to_arrow_type(column))
     if isinstance(column, StructType) and pa.types.is_struct(values.type):
         return _store_struct(values, column, original)
-    if isinstance(column, ArrayType) and (pa.types.is_list(values.type) or pa.types.is_large_list(values.type)):
+    if isinstance(column, ArrayType) and (
+        pa.types.is_list(values.type) or pa.types.is_large_list(values.type)
+    ):
         return _store_list(values, column)
     if isinstance(column, MapType) and pa.types.is_map(values.type):
         return _store_map(values, column)
@@ -178,4 +189,3 @@ def _rebased(values: pa.Array) -> tuple[pa.Array, int, int]:
     if start != 0 or offsets.offset != 0:
         offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
     return offsets, start, stop
-

@@ -57,15 +57,19 @@ def test_the_model_gives_delta_spark_results(name: str) -> None:
     assert (want.schema, _rows(want.rows)) == (outcome[0], _rows(outcome[1]))
 
 
-# -- UPDATE: structs by name, exactly the column's fields (delta-spark 4.4.0: DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION) --
+# -- UPDATE: structs by name, exactly the column's fields (delta-spark 4.4.0 refuses the others with
+#    DELTA_UPDATE_SCHEMA_MISMATCH_EXPRESSION) ----------------------------------------------------------
 
 ABC = pa.struct([("a", pa.int32()), ("b", pa.int32()), ("c", pa.int32())])
-TABLE = pa.table({
-    "k": [1, 2],
-    "x": pa.array([{"a": 1, "b": 10, "c": 100}] * 2, ABC),
-    "y": pa.array([{"a": 0, "c": 0}, None], pa.struct([("a", pa.int32()), ("c", pa.int32())])),
-    "z": pa.array([{"c": 3, "b": 2, "a": 1}, None], pa.struct([("c", pa.int32()), ("b", pa.int32()), ("a", pa.int32())])),
-})
+CBA = pa.struct([("c", pa.int32()), ("b", pa.int32()), ("a", pa.int32())])
+TABLE = pa.table(
+    {
+        "k": [1, 2],
+        "x": pa.array([{"a": 1, "b": 10, "c": 100}] * 2, ABC),
+        "y": pa.array([{"a": 0, "c": 0}, None], pa.struct([("a", pa.int32()), ("c", pa.int32())])),
+        "z": pa.array([{"c": 3, "b": 2, "a": 1}, None], CBA),
+    }
+)
 
 
 @pytest.mark.parametrize(("column", "value", "field"), [("x", "y", "x.b"), ("y", "x", "y.b")])
