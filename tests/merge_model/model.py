@@ -144,7 +144,7 @@ def _assignments(case: MergeCase, clause: Clause) -> list[tuple[tuple[str, ...],
     if clause.assignments is None:
         if case.evolution:
             return [((n,), Value("s", (n,))) for n in source.names]
-        out = []
+        out: list[tuple[tuple[str, ...], Value]] = []
         for name in target.names:
             found = field_of(source, name)
             if found is None:

@@ -62,13 +62,16 @@ def _side(draw: st.DrawFn, t: Type, *, recase: bool) -> Type:
 
 def values_of(t: Type) -> st.SearchStrategy[Any]:
     """Values of ``t``, NULL at every level."""
+    inner: st.SearchStrategy[Any]
     if isinstance(t, Struct):
         inner = st.fixed_dictionaries({n: values_of(ft) for n, ft in t.fields})
     elif isinstance(t, Array):
         inner = st.lists(values_of(t.element), max_size=2)
     elif isinstance(t, Map):
         inner = st.lists(st.sampled_from(_KEYS), max_size=2, unique=True).flatmap(
-            lambda keys: st.tuples(*[st.tuples(st.just(k), values_of(t.value)) for k in keys]).map(list)
+            lambda keys: st.tuples(*[st.tuples(st.just(k), values_of(t.value)) for k in keys]).map(
+                lambda pairs: list(pairs)
+            )
         )
     else:
         inner = st.integers(-5, 5)
