@@ -231,12 +231,17 @@ def _field_at(struct: StructType, path: Sequence[str]) -> StructField:
     return found
 
 
-def _wrap(path: Sequence[str], leaf: StructField) -> StructField:
-    """``leaf`` nested in structs named by ``path[:-1]`` (for a nested new field)."""
-    f = leaf
-    for name in reversed(path[:-1]):
-        f = StructField(name, StructType((f,)), True)
-    return f
+def _kept_source(schema: StructType, base: tuple[str, ...], targets: set[tuple[str, ...]]) -> StructType:
+    """The source fields whose path (lowercase) is in ``targets``, whole, and the structs leading to one
+    (Delta's ``filterSchema``); nullable, as the columns schema evolution adds are."""
+    fields = []
+    for f in schema.fields:
+        path = (*base, f.name.lower())
+        if path in targets:
+            fields.append(StructField(f.name, as_nullable(f.type), True, f.metadata))
+        elif isinstance(f.type, StructType) and any(t[: len(path)] == path for t in targets):
+            fields.append(StructField(f.name, _kept_source(f.type, path, targets), True, f.metadata))
+    return StructType(tuple(fields))
 
 
 def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str | None:
@@ -445,6 +450,7 @@ class _Planner:
         out: list[_Raw] = []
         for column, value in c.assignments or ():
             path = self.target_path(column, where)
+            self.refuse_unknown_target(c, where, path)
             expr = self.qualify(self.parse(value, where, predicate=False), aliases, where)
             direct = expr.path if isinstance(expr, Column) and expr.qualifier == self.sa else None
             out.append((path, expr, direct, value))
@@ -503,18 +509,17 @@ class _Planner:
     # -- schema evolution
     def evolve(self, raw: list[tuple[MergeClause, str, list[_Raw]]]) -> StructType:
         """The schema after evolution: Delta's ``ResolveDeltaMergeInto.computePostEvolutionTargetSchema``
-        (delta-spark 4.4.0) merges into the target every source field an UPDATE or INSERT assignment
-        names as its *target* (whatever value it assigns), with the source field's name and type."""
-        incoming = StructType(())
-        for clause, where, assignments in raw:
-            for path, _expr, _direct, _sql in assignments:
-                self.refuse_unknown_target(clause, where, path)
-                src_path = _find_path(self.source, path) if self.evolution else None
-                if src_path is None or clause.kind == "not_matched_by_source":
-                    continue
-                leaf = _field_at(self.source, src_path)
-                named = StructField(leaf.name, as_nullable(leaf.type), True, leaf.metadata)
-                incoming = self.merge(incoming, _wrap(src_path, named), where, merge_schemas)
+        (delta-spark 4.4.0) keeps the source fields an UPDATE or INSERT assignment names as its *target*
+        (whatever value it assigns), in the source's order, and merges them into the target's schema."""
+        if not self.evolution:
+            return self.target
+        targets = {
+            tuple(p.lower() for p in path)
+            for clause, _where, assignments in raw
+            if clause.kind != "not_matched_by_source"
+            for path, _expr, _direct, _sql in assignments
+        }
+        incoming = _kept_source(self.source, (), targets)
         if not len(incoming):
             return self.target
         return self.merge(self.target, incoming, "schema evolution", merge_schemas, whole=True)
