@@ -20,8 +20,8 @@ import pyarrow.compute as pc
 
 from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.commands.delete import bound_predicate, matches, operation_predicate
-from airflow_provider_delta.core.commands.merge.store import store_value, struct_mismatch
 from airflow_provider_delta.core.executor import LocalExecutor, RowRewrite
+from airflow_provider_delta.core.executor.merge.store import store_value, struct_mismatch
 from airflow_provider_delta.core.expressions import _type_of, bind, evaluate, parse_expression, spread
 from airflow_provider_delta.core.schema.arrow import from_arrow_type
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
@@ -148,12 +148,13 @@ def update(
         check_table_writable(snapshot)  # before any file is rewritten
     record = cdf_enabled(snapshot.configuration)
     target = WriteTarget.of(snapshot)
-    result = executor.rewrite_files(target, files, UpdateRows(bound, assignments, record), record_changes=record)
+    rewrite = UpdateRows(bound, assignments, record)
+    result = executor.rewriter().rewrite_files(target, files, rewrite, record_changes=record)
     if not result.removed:
         return None
     txn.remove(*result.removed)
     txn.add(*result.added)
-    txn.add_cdc(*executor.write_changes(target, result.changes))
+    txn.add_cdc(*executor.writer().write_changes(target, result.changes))
     txn.operation_metrics = {
         "numUpdatedRows": result.metrics.get("numUpdatedRows", 0),
         "numCopiedRows": result.metrics.get("numCopiedRows", 0),
