@@ -97,7 +97,7 @@ def test_merge_job_runs_a_merge_sql_statement_over_a_delta_source_at_a_version(t
          "JobSpecError", "exactly one of 'on' (with clauses) and 'merge_sql'"),
         ({"merge_sql": "MERGE INTO t USING s ON t.id = WHEN MATCHED DELETE"}, "MergeError", "Cannot parse MERGE"),
         ({"on": "target.id = source.id", "when_matched": [{"action": "update", "set": {"nope": "source.name"}}]},
-         "SchemaEvolutionError", "nope"),
+         "MergeError", "nope"),
         ({"on": "target.id = source.id", "when_matched": [{"action": "update", "set": {"id": "source.name"}}]},
          "MergeError", "'id'"),
         ({"on": "target.id = source.ghost", "when_matched": [{"action": "delete"}]}, "MergeError", "ghost"),

@@ -18,8 +18,12 @@ Schema evolution follows Delta Lake (``MERGE WITH SCHEMA EVOLUTION`` / ``autoMer
 - With evolution they assign every *source* column: new ones are added to the table (at the end,
   also inside structs and struct map values); target columns missing from the source stay unchanged
   (update) or NULL (insert); ``EXCEPT`` names source columns, and an excluded new column is not added.
-- An explicit assignment adds a column only when its value is the source column of the same name
-  (``SET t.new = s.new``, ``SET t.a.new = s.a.new``); expressions, renames and casts never do.
+- An UPDATE or INSERT assignment to a column (or nested field) the target lacks and the source has
+  adds it with the source column's type, whatever value it assigns (``SET t.new = s.other + 1``);
+  one the source lacks is an error, and so is one in NOT MATCHED BY SOURCE (Delta's
+  ``computePostEvolutionTargetSchema``).
+- Values are stored as Delta stores them (:mod:`~airflow_provider_delta.core.executor.merge.store`):
+  structs by name; without evolution a struct value must have the column's fields.
 
 Example:
     >>> plan = plan_merge(snapshot, spec, source_table)   # doctest: +SKIP
@@ -48,6 +52,7 @@ from airflow_provider_delta.core.executor.merge.source import (
     as_merge_source,
 )
 from airflow_provider_delta.core.executor.merge.source import source_key_column as source_key_column
+from airflow_provider_delta.core.executor.merge.store import struct_mismatch
 from airflow_provider_delta.core.expressions import (
     And,
     Column,
@@ -154,12 +159,17 @@ def _field_at(struct: StructType, path: Sequence[str]) -> StructField:
     return found
 
 
-def _wrap(path: Sequence[str], leaf: StructField) -> StructField:
-    """``leaf`` nested in structs named by ``path[:-1]`` (for a nested new field)."""
-    f = leaf
-    for name in reversed(path[:-1]):
-        f = StructField(name, StructType((f,)), True)
-    return f
+def _kept_source(schema: StructType, base: tuple[str, ...], targets: set[tuple[str, ...]]) -> StructType:
+    """The source fields whose path (lowercase) is in ``targets``, whole, and the structs leading to one
+    (Delta's ``filterSchema``); nullable, as the columns schema evolution adds are."""
+    fields = []
+    for f in schema.fields:
+        path = (*base, f.name.lower())
+        if path in targets:
+            fields.append(StructField(f.name, as_nullable(f.type), True, f.metadata))
+        elif isinstance(f.type, StructType) and any(t[: len(path)] == path for t in targets):
+            fields.append(StructField(f.name, _kept_source(f.type, path, targets), True, f.metadata))
+    return StructType(tuple(fields))
 
 
 def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str | None:
@@ -375,6 +385,7 @@ class _Planner:
         out: list[_Raw] = []
         for column, value in c.assignments or ():
             path = self.target_path(column, where)
+            self.refuse_unknown_target(c, where, path)
             expr = self.qualify(self.parse(value, where, predicate=False), aliases, where)
             direct = expr.path if isinstance(expr, Column) and expr.qualifier == self.sa else None
             out.append((path, expr, direct, value))
@@ -431,38 +442,47 @@ class _Planner:
         return out
 
     # -- schema evolution
-    def evolve(self, raw: list[tuple[str, list[_Raw]]]) -> StructType:
-        incoming = StructType(())
-        for where, assignments in raw:
-            for path, _expr, direct, sql in assignments:
-                exists = _find_path(self.target, path) is not None
-                same_name = direct is not None and [p.lower() for p in direct] == [p.lower() for p in path]
-                if not exists and not self.evolution:
-                    raise MergeError(
-                        f"Cannot resolve column {'.'.join(path)!r} in {where}: no such column in the target table "
-                        f"(columns: {', '.join(self.target.names)}). Help: enable schema evolution to add it",
-                        clause=where,
-                        column=".".join(path),
-                    )
-                if not exists and not same_name:
-                    raise SchemaEvolutionError(
-                        f"Cannot add column {'.'.join(path)!r} in {where}: schema evolution only adds columns "
-                        f"assigned directly from the source column of the same name, found {sql!r}. "
-                        f"Help: assign {self.sa}.{'.'.join(path)}, or add the column first"
-                    )
-                if self.evolution and same_name and direct is not None:
-                    src_path = _find_path(self.source, direct)
-                    if src_path is None:
-                        continue  # bind reports the unknown source column
-                    leaf = _field_at(self.source, src_path)
-                    target_prefix = _find_path(self.target, path[:-1]) or path[:-1]
-                    named = StructField(path[-1], as_nullable(leaf.type), True, leaf.metadata)
-                    incoming = self.merge(
-                        incoming, _wrap((*target_prefix, path[-1]), named), where, merge_schemas
-                    )
+    def evolve(self, raw: list[tuple[MergeClause, str, list[_Raw]]]) -> StructType:
+        """The schema after evolution: Delta's ``ResolveDeltaMergeInto.computePostEvolutionTargetSchema``
+        (delta-spark 4.4.0) keeps the source fields an UPDATE or INSERT assignment names as its *target*
+        (whatever value it assigns), in the source's order, and merges them into the target's schema."""
+        if not self.evolution:
+            return self.target
+        targets = {
+            tuple(p.lower() for p in path)
+            for clause, _where, assignments in raw
+            if clause.kind != "not_matched_by_source"
+            for path, _expr, _direct, _sql in assignments
+        }
+        incoming = _kept_source(self.source, (), targets)
         if not len(incoming):
             return self.target
         return self.merge(self.target, incoming, "schema evolution", merge_schemas, whole=True)
+
+    def refuse_unknown_target(self, clause: MergeClause, where: str, path: tuple[str, ...]) -> None:
+        """Refuse an assignment to a column the target lacks and schema evolution cannot add: evolution
+        is off, the source has no column of that name, or the clause is NOT MATCHED BY SOURCE (it sees
+        only the target)."""
+        if _find_path(self.target, path) is not None:
+            return
+        name = ".".join(path)
+        if not self.evolution:
+            help_ = "enable schema evolution to add it (the source must have a column of that name)"
+        elif clause.kind == "not_matched_by_source":
+            help_ = "a NOT MATCHED BY SOURCE clause sees only the target; add the column first"
+        elif _find_path(self.source, path) is None:
+            help_ = (
+                f"schema evolution adds only columns the source has ({self.sa}.{name} does not exist); "
+                "add the column first"
+            )
+        else:
+            return
+        raise MergeError(
+            f"Cannot resolve column {name!r} in {where}: no such column in the target table "
+            f"(columns: {', '.join(self.target.names)}). Help: {help_}",
+            clause=where,
+            column=name,
+        )
 
     def merge(
         self,
@@ -533,14 +553,23 @@ class _Planner:
                     where_assigned = f"{where}, assigning {'.'.join(canonical)!r}"
                     engine = self.engine_typed(EngineExpr(sql), aliases, where_assigned, predicate=False)
                     bound, value_type = engine, engine.dtype
-            reason = _assignable(value_type, _field_at(schema, canonical).type, ".".join(canonical))
+            column_type = _field_at(schema, canonical).type
+            # Delta's by-name cast (castIfNeeded) checks the structs first, then the other types.
+            reason = None if value_type is None else struct_mismatch(
+                value_type, column_type, ".".join(canonical), allow_missing=self.evolution)
+            if reason and not self.evolution and "has no field" in reason:
+                reason += ". Help: enable schema evolution (missing fields are then NULL), or assign fields one by one"
+            reason = reason or _assignable(value_type, column_type, ".".join(canonical))
             if reason:
                 raise MergeError(
                     f"Cannot assign {sql!r} to column {'.'.join(canonical)!r} in {where}: {reason}",
                     clause=where,
                     column=".".join(canonical),
                 )
-            out.append(Assignment(canonical, bound, sql))
+            # UPDATE SET * with evolution keeps the target's values of struct fields the source lacks
+            # (Delta's TargetOnlyStructFieldBehavior.PRESERVE); explicit assignments and inserts do not.
+            preserve = self.evolution and c.is_star and c.action == "update"
+            out.append(Assignment(canonical, bound, sql, preserve))
         return PlannedClause(c.kind, c.action, where, condition, tuple(out), c.condition)
 
     # -- the join condition
@@ -717,9 +746,9 @@ def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: MergeSource | pa.Tab
     planner = _Planner(snapshot, spec, as_merge_source(source))
     planner.check_clauses()
     keys, target_filter, source_filter, residual = planner.split_condition()
-    raw = [(c.label(i), planner.raw_assignments(c, c.label(i))) for i, c in enumerate(spec.clauses)]
+    raw = [(c, c.label(i), planner.raw_assignments(c, c.label(i))) for i, c in enumerate(spec.clauses)]
     schema = planner.evolve(raw)
-    planned = [planner.resolve(c, i, raw[i][1], schema) for i, c in enumerate(spec.clauses)]
+    planned = [planner.resolve(c, i, raw[i][2], schema) for i, c in enumerate(spec.clauses)]
     matched = tuple(p for p in planned if p.kind == "matched")
     by_source = tuple(p for p in planned if p.kind == "not_matched_by_source")
     file_predicate, summary = _file_predicate(planner, keys, target_filter, source_filter, by_source)

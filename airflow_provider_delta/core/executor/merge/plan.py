@@ -43,6 +43,7 @@ class Assignment:
     path: tuple[str, ...]
     value: Expr
     sql: str
+    preserve: bool = False  # fields of a struct value lacks keep the target row's values (UPDATE SET *)
 
 
 @dataclass(frozen=True)
