@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.commands.delete import bound_predicate, matches, operation_predicate
 from airflow_provider_delta.core.executor import LocalExecutor, RowRewrite
-from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression, spread
+from airflow_provider_delta.core.expressions import _type_of, bind, evaluate, parse_expression, spread
+from airflow_provider_delta.core.schema.store_assignment import assignment_problem, store_assign
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.changes import tag_changes
 from airflow_provider_delta.core.write.rows import check_table_writable, count_true
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.actions import AddFile
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.expressions import Expr
+    from airflow_provider_delta.core.schema.types import DataType
     from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["UpdateRows", "update"]
@@ -44,7 +46,7 @@ class UpdateRows:
     """The :data:`~airflow_provider_delta.core.executor.FileRewrite` of UPDATE."""
 
     predicate: Expr | None
-    assignments: tuple[tuple[str, Expr], ...]
+    assignments: tuple[tuple[str, Expr, DataType], ...]
     record_changes: bool
 
     def __call__(self, add: AddFile, rows: pa.Table) -> RowRewrite | None:
@@ -61,14 +63,9 @@ class UpdateRows:
         positions = np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
         updated = rows if hits == rows.num_rows else rows.take(pa.array(positions, pa.int64()))
         new_values = {}
-        for name, expr in self.assignments:
-            target_type = rows.schema.field(name).type
-            try:
-                new_values[name] = pc.cast(evaluate(expr, updated), target_type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-                raise SchemaMismatchError(
-                    f"Cannot update column {name!r}: the value {str(expr)!r} does not fit type {target_type} ({err})"
-                ) from err
+        for name, expr, column_type in self.assignments:
+            # Delta casts with Spark's ANSI store assignment (UpdateExpressionsSupport.castIfNeeded).
+            new_values[name] = store_assign(evaluate(expr, updated), column_type, column=name)
         before = rows
         for name, new in new_values.items():
             idx = rows.schema.get_field_index(name)
@@ -83,7 +80,7 @@ class UpdateRows:
         return RowRewrite(rows, changes, {"numUpdatedRows": hits, "numCopiedRows": rows.num_rows - hits})
 
 
-def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple[str, Expr], ...]:  # noqa: A002
+def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple[str, Expr, DataType], ...]:  # noqa: A002
     if not set:
         raise DeltaError("Cannot update: no assignments given (set={'column': 'sql expression'})")
     arrow_schema = snapshot.arrow_schema
@@ -95,7 +92,11 @@ def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple
                 f"Cannot update column {name!r}: no such column (columns: {', '.join(snapshot.schema.names)})"
             )
         # Partition columns may be assigned too: the rewritten rows move to their new partition folder.
-        assignments.append((f.name, bind(parse_expression(str(text)), arrow_schema)))
+        bound = bind(parse_expression(str(text)), arrow_schema)
+        reason = assignment_problem(_type_of(bound), f.type, f.name, missing_fields=False)
+        if reason:
+            raise SchemaMismatchError(f"Cannot update column {f.name!r} with {str(text)!r}: {reason}")
+        assignments.append((f.name, bound, f.type))
     return tuple(assignments)
 
 

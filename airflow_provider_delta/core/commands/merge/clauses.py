@@ -24,9 +24,15 @@ import pyarrow.compute as pc
 from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS
 from airflow_provider_delta.core.commands.merge.plan import field_at
 from airflow_provider_delta.core.expressions import Column, evaluate
-from airflow_provider_delta.core.schema.conform import conform_array
+from airflow_provider_delta.core.schema.store_assignment import store_assign
 from airflow_provider_delta.core.write.changes import tag_changes
-from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, SchemaMismatchError
+from airflow_provider_delta.exceptions import (
+    CastError,
+    MergeCastError,
+    MergeError,
+    MergeMultipleMatchError,
+    SchemaMismatchError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -113,7 +119,11 @@ def _conform(
     if isinstance(values, pa.Array):
         values = pa.chunked_array([values])
     try:
-        out = conform_array(values, f.type, mode="none")
+        out = store_assign(values, f.type, column=".".join(path))
+    except CastError as err:
+        raise MergeCastError(
+            f"{err} (in {where})", clause=where, column=".".join(path), value=err.value
+        ) from err
     except SchemaMismatchError as err:
         raise MergeError(
             f"Cannot assign a value to column {'.'.join(path)!r} in {where}: {err}",

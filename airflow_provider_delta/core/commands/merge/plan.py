@@ -57,15 +57,14 @@ from airflow_provider_delta.core.expressions import (
     parse_predicate,
     require_boolean,
 )
-from airflow_provider_delta.core.schema import types as t
 from airflow_provider_delta.core.schema.arrow import (
     from_arrow_schema,
-    from_arrow_type,
     to_arrow_schema,
     to_arrow_type,
 )
 from airflow_provider_delta.core.schema.evolution import as_nullable, merge_schemas
-from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructField, StructType
+from airflow_provider_delta.core.schema.store_assignment import assignment_problem
+from airflow_provider_delta.core.schema.types import DataType, StructField, StructType
 from airflow_provider_delta.exceptions import MergeError, PredicateError, SchemaError, SchemaEvolutionError
 
 if TYPE_CHECKING:
@@ -231,58 +230,6 @@ def _wrap(path: Sequence[str], leaf: StructField) -> StructField:
     for name in reversed(path[:-1]):
         f = StructField(name, StructType((f,)), True)
     return f
-
-
-def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str | None:
-    """Why a value of Arrow type ``value`` cannot be stored in a ``target`` column, or None when it can."""
-    if value is None or pa.types.is_null(value):
-        return None
-    if isinstance(target, StructType):
-        if not pa.types.is_struct(value):
-            return f"{path!r} is a struct, the value is {value}"
-        for i in range(value.num_fields):
-            child = value.field(i)
-            f = target.get(child.name, case_sensitive=False)
-            if f is None:
-                return f"the value has field {path + '.' + child.name!r}, which the target struct lacks"
-            reason = _assignable(child.type, f.type, f"{path}.{f.name}")
-            if reason:
-                return reason
-        return None
-    if isinstance(target, ArrayType):
-        if not (pa.types.is_list(value) or pa.types.is_large_list(value)):
-            return f"{path!r} is an array, the value is {value}"
-        return _assignable(value.value_type, target.element_type, f"{path}.element")
-    if isinstance(target, MapType):
-        if not pa.types.is_map(value):
-            return f"{path!r} is a map, the value is {value}"
-        return _assignable(value.key_type, target.key_type, f"{path}.key") or _assignable(
-            value.item_type, target.value_type, f"{path}.value"
-        )
-
-    try:
-        source = from_arrow_type(value)
-    except SchemaError:
-        return f"the value type {value} is not a Delta type"
-    if isinstance(source, (StructType, ArrayType, MapType)) or not _store_assignable(source, target):
-        return f"{path!r} has type {target.simple_string()}, the value has type {source.simple_string()}"
-    return None
-
-
-def _store_assignable(source: DataType, target: DataType) -> bool:
-    """Spark's ANSI store assignment: numbers widen or narrow (checked), anything becomes a string,
-    dates and timestamps convert; strings never become numbers, booleans or dates implicitly."""
-    if type(source) is type(target) or isinstance(source, t.NullType):
-        return True
-    numeric = (t.ByteType, t.ShortType, t.IntegerType, t.LongType, t.FloatType, t.DoubleType, t.DecimalType)
-    temporal = (t.DateType, t.TimestampType, t.TimestampNtzType)
-    if isinstance(target, numeric):
-        return isinstance(source, numeric)
-    if isinstance(target, t.StringType):
-        return not isinstance(source, (t.BinaryType,))
-    if isinstance(target, temporal):
-        return isinstance(source, temporal)
-    return isinstance(target, t.BinaryType) and isinstance(source, t.StringType)
 
 
 # --------------------------------------------------------------------------------------- planner
@@ -593,7 +540,7 @@ class _Planner:
                         column=".".join(canonical),
                     ) from err
                 value_type = _type_of(bound)
-            reason = _assignable(value_type, _field_at(schema, canonical).type, ".".join(canonical))
+            reason = assignment_problem(value_type, _field_at(schema, canonical).type, ".".join(canonical))
             if reason:
                 raise MergeError(
                     f"Cannot assign {sql!r} to column {'.'.join(canonical)!r} in {where}: {reason}",
