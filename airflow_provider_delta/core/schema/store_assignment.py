@@ -398,7 +398,11 @@ def _to_decimal(arr: pa.Array, source: DataType, target: DataType, path: str) ->
     assert isinstance(target, DecimalType)
     arrow = to_arrow_type(target)
     if isinstance(source, BooleanType):
-        return pc.cast(pc.cast(arr, pa.int8()), arrow)
+        arr, source = pc.cast(arr, pa.int8()), ByteType()
+    if isinstance(source, _INTEGRAL):
+        arr = pc.cast(arr, pa.decimal256(76, 0))
+    elif isinstance(source, DecimalType):
+        arr = pc.cast(arr, pa.decimal256(76, source.scale))  # room for rounding up (99.995 -> 100.00)
     if isinstance(source, (FloatType, DoubleType, TimestampType)):
         numbers = _to_fractional(arr, source, DoubleType(), path)
         if pc.any(pc.invert(pc.is_finite(numbers))).as_py():

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_delta.core.commands.merge.names import insert_columns, name_parts, resolve_name
 from airflow_provider_delta.core.commands.merge.source import (
     KeySummary,
     MergeSource,
@@ -294,8 +295,12 @@ class _Planner:
 
     def qualify(self, expr: Expr, aliases: Sequence[str], where: str) -> Expr:
         def fix(c: Column) -> Column:
+            original = c
             if c.qualifier is not None:
-                return c
+                if self.alias_has(c.qualifier, c.path[0]):
+                    return c
+                # Spark: without such a column under the alias, ``t.b`` reads as field ``b`` of a column ``t``.
+                c = Column(None, (c.qualifier, *c.path), c.dtype)
             owners = []
             for alias in aliases:
                 fields = self.target_arrow if alias == self.ta else self.source_arrow
@@ -308,9 +313,16 @@ class _Planner:
                     clause=where,
                     column=c.name,
                 )
-            return Column(owners[0], c.path, c.dtype) if owners else c
+            return Column(owners[0], c.path, c.dtype) if owners else original
 
         return _map_columns(expr, fix)
+
+    def alias_has(self, alias: str, name: str) -> bool:
+        """Whether the relation called ``alias`` has a top-level column ``name`` (True for other qualifiers)."""
+        if alias.lower() not in (self.ta.lower(), self.sa.lower()):
+            return True
+        fields = self.target_arrow if alias.lower() == self.ta.lower() else self.source_arrow
+        return any(n.lower() == name.lower() for n in fields.names)
 
     def bind(
         self, text: str, aliases: Sequence[str], where: str, *, predicate: bool, engine_ok: bool = True
@@ -385,31 +397,31 @@ class _Planner:
             return self.star(c, where)
         out: list[_Raw] = []
         for column, value in c.assignments or ():
-            path = self.target_path(column, where)
+            path = self.target_path(column, where, c.kind)
             expr = self.qualify(self.parse(value, where, predicate=False), aliases, where)
             direct = expr.path if isinstance(expr, Column) and expr.qualifier == self.sa else None
             out.append((path, expr, direct, value))
+        if c.action == "insert":  # Delta: top-level columns only; of case-different duplicates the first counts
+            keep = insert_columns([r[0] for r in out], [column for column, _ in c.assignments or ()], where)
+            out = [r for r, k in zip(out, keep, strict=True) if k]
         return out
 
-    def target_path(self, column: str, where: str) -> tuple[str, ...]:
-        try:
-            expr = parse_expression(column, qualifiers=(self.ta, self.sa))
-        except PredicateError:
-            return (column,)
-        if not isinstance(expr, Column):
-            raise MergeError(
-                f"Cannot merge into table {self.location!r}: {where}: {column!r} is not a column name",
-                clause=where,
-                column=column,
-            )
-        if expr.qualifier is not None and expr.qualifier.lower() == self.sa.lower():
-            raise MergeError(
-                f"Cannot merge into table {self.location!r}: {where}: cannot assign to source "
-                f"column {column!r}; the left side names a target column",
-                clause=where,
-                column=column,
-            )
-        return expr.path
+    def target_path(self, column: str, where: str, kind: str) -> tuple[str, ...]:
+        """The column an assignment writes (see :mod:`~airflow_provider_delta.core.commands.merge.names`)."""
+        parts = name_parts(column, where)
+        path = resolve_name(self.target, parts, self.ta)
+        if path is None and self.evolution and kind != "not_matched_by_source":
+            path = resolve_name(self.source, parts, self.sa)  # a column schema evolution adds
+        if path is not None:
+            return path
+        side = "the target or the source" if self.evolution and kind != "not_matched_by_source" else "the target"
+        help_ = "" if self.evolution else ". Help: enable schema evolution to add it"
+        raise MergeError(
+            f"Cannot resolve column {column!r} in {where}: no such column in {side} "
+            f"(target columns: {', '.join(self.target.names)}){help_}",
+            clause=where,
+            column=column,
+        )
 
     def star(self, c: MergeClause, where: str) -> list[_Raw]:
         excluded = {e.strip("`").lower() for e in c.except_}
