@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.exceptions import MergeError
+from airflow_provider_delta.exceptions import MergeError, SchemaEvolutionError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -95,6 +95,10 @@ def test_a_struct_named_like_the_alias_takes_the_field_when_no_column_has_the_na
 
 
 @API
+@pytest.mark.xfail(
+    strict=True, raises=SchemaEvolutionError,
+    reason="issue 22 item 7 (branch wave/merge-nested): a column the source has is added whatever value is assigned",
+)
 def test_with_evolution_alias_dot_new_field_adds_the_field_to_the_struct_named_like_the_alias(
     tmp_path: Path, api: str
 ) -> None:
