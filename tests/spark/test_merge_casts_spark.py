@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.exceptions import CastError, MergeError
+from airflow_provider_delta.exceptions import MergeCastError, MergeError
 from airflow_provider_delta.spark import merge_delta, merge_delta_sql
 from tests.spark.merge_support import assert_same_merge
 from tests.spark_cluster import PANDAS_3_WARNING
@@ -83,9 +83,10 @@ def test_a_value_that_fails_the_cast_fails_the_spark_merge_with_a_typed_error(
 ) -> None:
     _local, spark_copy = two_tables(tmp_path)
     bad = pa.table({"id": pa.array([2], pa.int64()), "v": ["abc"]})
-    with pytest.raises(CastError, match="'abc'"):
+    with pytest.raises(MergeCastError, match="'abc'.*CAST_INVALID_INPUT") as info:
         merge_delta(spark_utc, str(spark_copy), spark_utc.createDataFrame(bad), "t.id = s.id", source_alias="s",
                     target_alias="t").when_matched_update(set={"n": "s.v"}).execute()
+    assert (info.value.clause, info.value.column, info.value.value) == ("WHEN MATCHED clause 1 (UPDATE)", "n", "abc")
     assert DeltaTable(str(spark_copy)).version == 1
 
 

@@ -154,7 +154,7 @@ def test_the_planning_rule_is_sparks_can_ansi_cast(spark: SparkSession) -> None:
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     cast = jvm.org.apache.spark.sql.catalyst.expressions.Cast
-    parse = jvm.org.apache.spark.sql.catalyst.parser.CatalystSqlParser.parseDataType
+    parse = jvm.org.apache.spark.sql.types.DataType.fromDDL
     differences = []
     for source in ATOMIC:
         for to in ATOMIC[:-1]:

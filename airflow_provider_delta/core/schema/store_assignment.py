@@ -70,7 +70,7 @@ _FRACTIONAL: tuple[type[DataType], ...] = (FloatType, DoubleType, DecimalType)
 _NUMERIC = _INTEGRAL + _FRACTIONAL
 _DATETIME: tuple[type[DataType], ...] = (DateType, TimestampType, TimestampNtzType)
 _BOUNDS = {ByteType: 2**7, ShortType: 2**15, IntegerType: 2**31, LongType: 2**63}
-_SPARK_NAMES = {
+_SPARK_NAMES: dict[type[DataType], str] = {
     ByteType: "TINYINT", ShortType: "SMALLINT", IntegerType: "INT", LongType: "BIGINT", FloatType: "FLOAT",
     DoubleType: "DOUBLE", StringType: "STRING", BinaryType: "BINARY", BooleanType: "BOOLEAN", DateType: "DATE",
     TimestampType: "TIMESTAMP", TimestampNtzType: "TIMESTAMP_NTZ", NullType: "VOID",
@@ -287,14 +287,17 @@ def _assign_struct(arr: pa.Array, target: StructType, arrow: pa.DataType, path: 
         raise CastError(f"Cannot assign to column {path!r}: the value is not a struct", column=path)
     names = [arr.type.field(i).name for i in range(arr.type.num_fields)]
     children = arr.flatten()  # applies the offset and the struct's validity
+    fields = [arrow.field(i) for i in range(arrow.num_fields)]
     out: list[pa.Array] = []
-    for f, field in zip(target.fields, [arrow.field(i) for i in range(arrow.num_fields)], strict=True):
+    for f, field in zip(target.fields, fields, strict=True):
         index = next((i for i, n in enumerate(names) if n.lower() == f.name.lower()), None)
-        child = pa.nulls(len(arr), field.type) if index is None else _assign(children[index], f.type, f"{path}.{f.name}")
-        out.append(child)
+        if index is None:  # a field the value lacks (schema evolution): NULL
+            out.append(pa.nulls(len(arr), field.type))
+        else:
+            out.append(_assign(children[index], f.type, f"{path}.{f.name}"))
     if not out:
         return pa.Array.from_buffers(arrow, len(arr), [arr.buffers()[0]], offset=arr.offset)
-    return pa.StructArray.from_arrays(out, fields=[arrow.field(i) for i in range(arrow.num_fields)], mask=_validity(arr))
+    return pa.StructArray.from_arrays(out, fields=fields, mask=_validity(arr))
 
 
 def _offsets(arr: pa.Array) -> tuple[pa.Array, int, int]:
@@ -420,7 +423,8 @@ def _to_decimal(arr: pa.Array, source: DataType, target: DataType, path: str) ->
 def _to_boolean(arr: pa.Array, source: DataType, target: DataType, path: str) -> pa.Array:
     if isinstance(source, StringType):
         return text_cast.parse_boolean(arr, path)
-    return pc.not_equal(arr, pa.scalar(0, arr.type) if not pa.types.is_decimal(arr.type) else pc.cast(pa.scalar(0), arr.type))
+    zero = pc.cast(pa.scalar(0), arr.type) if pa.types.is_decimal(arr.type) else pa.scalar(0, arr.type)
+    return pc.not_equal(arr, zero)
 
 
 def _to_date(arr: pa.Array, source: DataType, target: DataType, path: str) -> pa.Array:
@@ -450,8 +454,8 @@ def _seconds_to_timestamp(arr: pa.Array, source: DataType, target: DataType, pat
         try:
             micros = pc.multiply_checked(arr.cast(pa.int64()), 1_000_000)
         except pa.ArrowInvalid:
-            big = pc.greater(pc.abs(arr.cast(pa.float64())), 9.2e12)
-            fail(arr, np.asarray(pc.fill_null(big, False).to_numpy(zero_copy_only=False), dtype=bool), source, target, path)
+            big = pc.fill_null(pc.greater(pc.abs(arr.cast(pa.float64())), 9.2e12), False)
+            fail(arr, np.asarray(big.to_numpy(zero_copy_only=False), dtype=bool), source, target, path)
             raise
         return micros.cast(arrow)
     seconds = pc.multiply(arr.cast(pa.float64()), 1_000_000.0)
@@ -462,7 +466,6 @@ def _to_binary(arr: pa.Array, source: DataType, target: DataType, path: str) -> 
     return pc.cast(arr, pa.binary())
 
 
-_Cast = "Callable[[pa.Array, DataType, DataType, str], pa.Array]"
 _CASTS: dict[type[DataType], Callable[[pa.Array, DataType, DataType, str], pa.Array]] = {
     ByteType: _to_integral,
     ShortType: _to_integral,

@@ -132,13 +132,13 @@ def parse_decimal_text(arr: pa.Array, path: str, target: str) -> tuple[pa.Array,
     malformed(arr, _bad(text, pc.match_substring_regex(text, _BIG_DECIMAL)), target, path)
     plain = _plain_decimal_text(text)
     fraction = pc.utf8_length(pc.replace_substring_regex(plain, r"^[^.]*\.?", ""))
-    whole = pc.utf8_length(pc.replace_substring_regex(pc.replace_substring_regex(plain, r"\..*$", ""), r"^[+-]?0*", ""))
-    scale = int(pc.max(fraction).as_py() or 0)
+    integral = pc.replace_substring_regex(pc.replace_substring_regex(plain, r"\..*$", ""), r"^[+-]?0*", "")
+    whole = pc.utf8_length(integral)
     digits = int(pc.max(whole).as_py() or 0)
-    if digits > 76:
-        malformed(arr, _bad(text, pc.less_equal(whole, 76)), target, path)
-    scale = min(scale, 76 - digits)
-    return pc.cast(plain, pa.decimal256(76, scale), safe=False) if scale >= 0 else pc.cast(plain, pa.decimal256(76, 0)), scale
+    if digits > 76:  # far beyond any decimal column (Spark too refuses more than 38 integral digits)
+        malformed(arr, _bad(text, pc.less_equal(whole, 38)), target, path)
+    scale = min(int(pc.max(fraction).as_py() or 0), 76 - digits)
+    return pc.cast(plain, pa.decimal256(76, scale), safe=False), scale
 
 
 def _plain_decimal_text(text: pa.Array) -> pa.Array:

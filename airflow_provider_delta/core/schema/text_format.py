@@ -105,15 +105,8 @@ def _floats(arr: pa.Array, *, single: bool) -> pa.Array:
 
 
 def _decimals(arr: pa.Array) -> pa.Array:
-    # Spark writes a decimal as Java's BigDecimal.toString: plain, unless its adjusted exponent is below -6.
-    text = pc.cast(arr, pa.string())
-    small = pc.fill_null(pc.match_substring_regex(text, r"^-?0\.0{6}"), False)
-    if not pc.any(small).as_py():
-        return text
-    values = text.to_pylist()
-    for i in np.flatnonzero(np.asarray(small.to_numpy(zero_copy_only=False), dtype=bool)):
-        values[i] = str(Decimal(values[i]))
-    return pa.array(values, pa.string())
+    # Spark writes a decimal plainly with all its scale digits (0E-8 as 0.00000000), as Arrow does.
+    return pc.cast(arr, pa.string())
 
 
 def _timestamps(arr: pa.Array) -> pa.Array:
