@@ -30,6 +30,7 @@ Example:
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -379,8 +380,8 @@ def _seconds(arr: pa.Array) -> pa.Array:
 def _to_integral(arr: pa.Array, source: DataType, target: DataType, path: str) -> pa.Array:
     arrow = to_arrow_type(target)
     if isinstance(source, StringType):
-        arr, source = text_cast.parse_integral(arr, path, spark_name(target)), StringType()
-    elif isinstance(source, TimestampType):
+        return text_cast.parse_integral(arr, path, spark_name(target), _BOUNDS[type(target)]).cast(arrow)
+    if isinstance(source, TimestampType):
         arr = _seconds(arr)
     elif isinstance(source, (FloatType, DoubleType, DecimalType)):
         arr = pc.trunc(arr)  # toward zero; NaN and infinities fail the checked cast below
@@ -408,9 +409,8 @@ def _to_decimal(arr: pa.Array, source: DataType, target: DataType, path: str) ->
         arr = pc.cast(arr, pa.decimal256(76, source.scale))  # room for rounding up (99.995 -> 100.00)
     if isinstance(source, (FloatType, DoubleType, TimestampType)):
         numbers = _to_fractional(arr, source, DoubleType(), path)
-        if pc.any(pc.invert(pc.is_finite(numbers))).as_py():
-            finite = np.asarray(pc.fill_null(pc.is_finite(numbers), True).to_numpy(zero_copy_only=False), dtype=bool)
-            fail(arr, ~finite, source, target, path)
+        # Spark: NaN and infinities have no decimal (Decimal(double) throws NumberFormatException): NULL.
+        numbers = pc.if_else(pc.is_finite(numbers), numbers, pa.scalar(None, pa.float64()))
         # Spark reads a double as the decimal of its shortest text (Double.toString), then rounds it.
         arr, source = text_cast.to_text(numbers, DoubleType(), path), StringType()
     if isinstance(source, StringType):
@@ -423,7 +423,7 @@ def _to_decimal(arr: pa.Array, source: DataType, target: DataType, path: str) ->
 def _to_boolean(arr: pa.Array, source: DataType, target: DataType, path: str) -> pa.Array:
     if isinstance(source, StringType):
         return text_cast.parse_boolean(arr, path)
-    zero = pc.cast(pa.scalar(0), arr.type) if pa.types.is_decimal(arr.type) else pa.scalar(0, arr.type)
+    zero = pa.scalar(Decimal(0) if pa.types.is_decimal(arr.type) else 0, arr.type)
     return pc.not_equal(arr, zero)
 
 

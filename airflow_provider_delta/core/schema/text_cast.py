@@ -40,6 +40,7 @@ __all__ = [
 _TRIM = "".join(chr(c) for c in range(33)) + chr(127)
 _INTEGRAL = r"^[+-]?[0-9]+$"
 _JAVA_DOUBLE = r"^[+-]?(NaN|Infinity|([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?[fFdD]?)$"
+_JAVA_HEX_DOUBLE = r"^[+-]?0[xX]([0-9a-fA-F]+\.?[0-9a-fA-F]*|\.[0-9a-fA-F]+)[pP][+-]?[0-9]+[fFdD]?$"
 _BIG_DECIMAL = r"^[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _TRUE = ("t", "true", "y", "yes", "1")
 _FALSE = ("f", "false", "n", "no", "0")
@@ -48,7 +49,7 @@ _DATE = (
 )
 _TIMESTAMP = (
     r"^(?P<sign>[+-]?)(?P<y>[0-9]{4,7})(?:-(?P<mo>[0-9]{1,2})(?:-(?P<d>[0-9]{1,2})"
-    r"(?:[ T](?:(?P<h>[0-9]{1,2}):(?P<mi>[0-9]{1,2})(?::(?P<s>[0-9]{1,2})(?:\.(?P<f>[0-9]*))?)?)?"
+    r"(?:[ T](?P<h>[0-9]{1,2})(?::(?P<mi>[0-9]{1,2})(?::(?P<s>[0-9]{1,2})(?:\.(?P<f>[0-9]*))?)?)?"
     r"(?P<z>[^0-9].*)?)?)?)?$"
 )
 _OFFSET = r"^(?:(?:UTC|GMT|UT)?(?P<sign>[+-])(?P<h>[0-9]{1,2})(?::?(?P<m>[0-9]{2})(?::?(?P<s>[0-9]{2}))?)?)$"
@@ -86,22 +87,22 @@ def malformed(original: pa.Array, bad: np.ndarray, target: str, path: str) -> No
 # ------------------------------------------------------------------------------------------ numbers
 
 
-def parse_integral(arr: pa.Array, path: str, target: str) -> pa.Array:
-    """Strings as ``int64``: an optional sign and ASCII digits only (Spark's ANSI ``toLongExact``)."""
+def parse_integral(arr: pa.Array, path: str, target: str, bound: int) -> pa.Array:
+    """Strings as ``int64``: an optional sign and ASCII digits only, within ``[-bound, bound)`` (Spark's
+    ANSI ``toLongExact`` / ``toIntExact`` ...: a number out of range is malformed text too)."""
     text = trimmed(arr)
     malformed(arr, _bad(text, pc.match_substring_regex(text, _INTEGRAL)), target, path)
-    digits = pc.replace_substring_regex(text, r"^\+", "")
-    try:
-        return pc.cast(digits, pa.int64())
-    except pa.ArrowInvalid:
-        fits = pc.less_equal(pc.utf8_length(pc.replace_substring_regex(digits, r"^-?0*", "")), 18)
-        big = _bad(arr, fits)
-        for i in np.flatnonzero(big):
-            value = int(digits[int(i)].as_py())
-            if -(2**63) <= value < 2**63:
-                big[i] = False
-        malformed(arr, big, target, path)
-        raise
+    digits = pc.replace_substring_regex(pc.replace_substring_regex(text, r"^\+", ""), r"^(-?)0+([0-9])", r"\1\2")
+    short = pc.less_equal(pc.utf8_length(digits), 18)  # fits int64 whatever it is
+    long_rows = _bad(arr, short)
+    for i in np.flatnonzero(long_rows):  # only the rows of 19 digits or more
+        long_rows[i] = not -(2**63) <= int(digits[int(i)].as_py()) < 2**63
+    malformed(arr, long_rows, target, path)
+    values = pc.cast(digits, pa.int64())
+    if bound < 2**63:
+        inside = pc.and_(pc.greater_equal(values, -bound), pc.less(values, bound))
+        malformed(arr, _bad(values, inside), target, path)
+    return values
 
 
 def parse_fractional(arr: pa.Array, path: str, target: str) -> pa.Array:
@@ -110,12 +111,37 @@ def parse_fractional(arr: pa.Array, path: str, target: str) -> pa.Array:
     text = trimmed(arr)
     lower = pc.utf8_lower(text)
     special = pc.is_in(lower, pa.array(["inf", "+inf", "infinity", "+infinity", "-inf", "-infinity", "nan"]))
-    ok = pc.or_(pc.match_substring_regex(text, _JAVA_DOUBLE), special)
+    hexadecimal = pc.match_substring_regex(text, _JAVA_HEX_DOUBLE)
+    ok = pc.or_(pc.or_(pc.match_substring_regex(text, _JAVA_DOUBLE), special), hexadecimal)
     malformed(arr, _bad(text, ok), target, path)
+    if pc.any(pc.fill_null(hexadecimal, False)).as_py():
+        return _hex_doubles(text, hexadecimal, lower)
     text = pc.replace_substring_regex(text, r"([0-9.])[fFdD]$", r"\1")
     text = pc.replace_substring_regex(pc.replace_substring_regex(text, r"^\+", ""), r"(?i)^(-?)inf(inity)?$", r"\1inf")
     text = pc.replace_substring_regex(text, r"^-?(?i:nan)$", "nan")
     return _parse_double(text)
+
+
+def _hex_doubles(text: pa.Array, hexadecimal: pa.Array, lower: pa.Array) -> pa.Array:
+    """Java's hexadecimal floating-point text (``0x1p3`` is 8.0); only columns holding such text come here."""
+    rows = np.asarray(pc.fill_null(hexadecimal, False).to_numpy(zero_copy_only=False), dtype=bool)
+    out: list[float | None] = []
+    for i, value in enumerate(text.to_pylist()):
+        if value is None:
+            out.append(None)
+        elif rows[i]:
+            out.append(float.fromhex(value.rstrip("fFdD")))
+        else:
+            out.append(_parse_double(pa.array([_java_spelling(value, lower[i].as_py())]))[0].as_py())
+    return pa.array(out, pa.float64())
+
+
+def _java_spelling(value: str, lower: str) -> str:
+    if lower in ("inf", "+inf", "infinity", "+infinity"):
+        return "inf"
+    if lower in ("-inf", "-infinity"):
+        return "-inf"
+    return "nan" if lower.lstrip("+-") == "nan" else value.rstrip("fFdD").lstrip("+")
 
 
 def _parse_double(text: pa.Array) -> pa.Array:

@@ -105,8 +105,21 @@ def _floats(arr: pa.Array, *, single: bool) -> pa.Array:
 
 
 def _decimals(arr: pa.Array) -> pa.Array:
-    # Spark writes a decimal plainly with all its scale digits (0E-8 as 0.00000000), as Arrow does.
-    return pc.cast(arr, pa.string())
+    """Decimals written plainly with all their scale digits, as Spark does (``0.00000010``, ``0.00000000``;
+    Arrow's own text turns small values into ``1.0E-7``): the unscaled integer with a point put in."""
+    scale = arr.type.scale
+    if scale <= 0:
+        return pc.cast(arr, pa.string())
+    wide = pa.types.is_decimal256(arr.type)
+    unscaled_type = (pa.decimal256 if wide else pa.decimal128)(arr.type.precision, 0)
+    unscaled = pa.Array.from_buffers(unscaled_type, len(arr), arr.buffers(), offset=arr.offset)
+    text = pc.cast(unscaled, pa.string())
+    digits = pc.utf8_lpad(pc.utf8_ltrim(text, "-"), scale + 1, "0")
+    plain = pc.binary_join_element_wise(
+        pc.utf8_slice_codeunits(digits, 0, -scale), pc.utf8_slice_codeunits(digits, -scale), "."
+    )
+    signed = pc.binary_join_element_wise("-", plain, "")
+    return pc.if_else(pc.starts_with(text, "-"), signed, plain)
 
 
 def _timestamps(arr: pa.Array) -> pa.Array:
