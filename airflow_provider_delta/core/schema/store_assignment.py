@@ -70,7 +70,7 @@ _INTEGRAL: tuple[type[DataType], ...] = (ByteType, ShortType, IntegerType, LongT
 _FRACTIONAL: tuple[type[DataType], ...] = (FloatType, DoubleType, DecimalType)
 _NUMERIC = _INTEGRAL + _FRACTIONAL
 _DATETIME: tuple[type[DataType], ...] = (DateType, TimestampType, TimestampNtzType)
-_BOUNDS = {ByteType: 2**7, ShortType: 2**15, IntegerType: 2**31, LongType: 2**63}
+_BOUNDS: dict[type[DataType], int] = {ByteType: 2**7, ShortType: 2**15, IntegerType: 2**31, LongType: 2**63}
 _SPARK_NAMES: dict[type[DataType], str] = {
     ByteType: "TINYINT", ShortType: "SMALLINT", IntegerType: "INT", LongType: "BIGINT", FloatType: "FLOAT",
     DoubleType: "DOUBLE", StringType: "STRING", BinaryType: "BINARY", BooleanType: "BOOLEAN", DateType: "DATE",
