@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pytest
 
+from airflow_provider_delta.core.commands.update import update
 from airflow_provider_delta.core.table import DeltaTable
-from airflow_provider_delta.exceptions import MergeCastError, MergeError
-from airflow_provider_delta.spark import merge_delta, merge_delta_sql
-from tests.spark.merge_support import assert_same_merge
+from airflow_provider_delta.exceptions import CastError, MergeCastError, MergeError
+from airflow_provider_delta.spark import SparkExecutor, merge_delta, merge_delta_sql
+from tests.spark.merge_support import assert_same_merge, canonical
 from tests.spark_cluster import PANDAS_3_WARNING
 
 if TYPE_CHECKING:
@@ -102,3 +103,15 @@ def test_statements_delta_refuses_are_refused_on_spark(
         merge_delta_sql(spark_utc, f"MERGE INTO delta.`{spark_copy}` t USING src s ON t.id = s.id {clause}",
                         sources={"src": spark_utc.createDataFrame(SOURCE)})
     assert DeltaTable(str(spark_copy)).version == 1
+
+
+def test_update_on_the_spark_executor_casts_as_locally(spark_utc: SparkSession, tmp_path: Path) -> None:
+    local, spark_copy = two_tables(tmp_path)
+    assignments = {"n": "' 42 '", "flag": "'yes'", "day": "'2024-1-2'", "price": "'1.255'"}
+    update(DeltaTable(str(local)).snapshot, "id = 1", assignments)
+    update(DeltaTable(str(spark_copy)).snapshot, "id = 1", assignments, executor=SparkExecutor(spark_utc))
+    assert canonical(DeltaTable(str(spark_copy)).to_arrow()) == canonical(DeltaTable(str(local)).to_arrow())
+    with pytest.raises(CastError, match="'abc'") as info:
+        update(DeltaTable(str(spark_copy)).snapshot, "id = 1", {"n": "'abc'"}, executor=SparkExecutor(spark_utc))
+    assert info.value.column == "n"
+    assert DeltaTable(str(spark_copy)).version == 2
