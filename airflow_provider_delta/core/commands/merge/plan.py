@@ -19,7 +19,7 @@ Schema evolution follows Delta Lake (``MERGE WITH SCHEMA EVOLUTION`` / ``autoMer
   also inside structs and struct map values); target columns missing from the source stay unchanged
   (update) or NULL (insert); ``EXCEPT`` names source columns, and an excluded new column is not added.
 - An explicit assignment adds a column only when its value is the source column of the same name
-  (``SET t.new = s.new``, ``SET t.a.new = s.a.new``); expressions, renames and casts never do.
+  (``SET new = s.new``, ``SET a.new = s.a.new``); expressions, renames and casts never do.
 
 Example:
     >>> plan = plan_merge(snapshot, spec, source_table)   # doctest: +SKIP
