@@ -231,7 +231,10 @@ def _assign(arr: pa.Array, target: DataType, path: str) -> pa.Array:
     if pa.types.is_null(arr.type) or isinstance(target, NullType):
         return pa.nulls(len(arr), arrow)
     source = _normalized_type(arr, path)
-    arr = _normalize(arr, source)
+    try:
+        arr = _normalize(arr, source)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as err:
+        raise CastError(f"Cannot assign to column {path!r}: values of type {arr.type}: {err}", column=path) from err
     if arr.type.equals(arrow):
         return arr
     if isinstance(target, StructType):
