@@ -21,7 +21,7 @@ import pytest
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, TableNotFoundError
 from airflow_provider_delta.spark import SparkExecutor, merge_delta, merge_delta_sql
-from airflow_provider_delta.spark.merge_execution import BROADCAST_KEYS_CONF
+from airflow_provider_delta.spark.merge.execution import BROADCAST_KEYS_CONF
 from tests.conformance import find_corpus
 from tests.spark.merge_support import assert_same_merge, canonical
 from tests.spark_cluster import PANDAS_3_WARNING
@@ -123,9 +123,9 @@ def test_clauses_use_spark_sql_beyond_the_local_expressions(spark_utc: SparkSess
 
 def test_the_local_executor_refuses_spark_only_sql_and_names_the_clause(tmp_path: Path) -> None:
     local, _ = two_tables(tmp_path)
-    with pytest.raises(MergeError, match="initcap") as err:
+    with pytest.raises(MergeError, match="soundex") as err:
         DeltaTable(str(local)).merge(SOURCE, "t.id = s.id", source_alias="s", target_alias="t") \
-            .when_matched_update(set={"name": "initcap(s.name)"}).execute()
+            .when_matched_update(set={"name": "soundex(s.name)"}).execute()
     assert err.value.clause == "WHEN MATCHED clause 1 (UPDATE)"
 
 

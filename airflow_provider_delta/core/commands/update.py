@@ -124,12 +124,13 @@ def update(
         check_table_writable(snapshot)  # before any file is rewritten
     record = cdf_enabled(snapshot.configuration)
     target = WriteTarget.of(snapshot)
-    result = executor.rewrite_files(target, files, UpdateRows(bound, assignments, record), record_changes=record)
+    rewrite = UpdateRows(bound, assignments, record)
+    result = executor.rewriter().rewrite_files(target, files, rewrite, record_changes=record)
     if not result.removed:
         return None
     txn.remove(*result.removed)
     txn.add(*result.added)
-    txn.add_cdc(*executor.write_changes(target, result.changes))
+    txn.add_cdc(*executor.writer().write_changes(target, result.changes))
     txn.operation_metrics = {
         "numUpdatedRows": result.metrics.get("numUpdatedRows", 0),
         "numCopiedRows": result.metrics.get("numCopiedRows", 0),

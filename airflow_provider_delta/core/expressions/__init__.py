@@ -16,6 +16,7 @@ Modules, each importing only those above it (``nodes`` renders through ``render`
 - ``arrow``: :func:`to_arrow_expression` and :func:`evaluate` over Arrow tables (each operand of
   AND, OR and coalesce on the rows that reach it, as in Spark).
 - ``scalar``: SQL evaluation over one row of partition values.
+- ``functions``: the Spark SQL function library (a module per family: typing and vectorised kernels).
 - ``skipping``: :func:`file_may_match` from partition values and per-file statistics.
 
 Example:
@@ -34,8 +35,8 @@ from __future__ import annotations
 from airflow_provider_delta.core.expressions.arrow import evaluate, spread, to_arrow_expression
 from airflow_provider_delta.core.expressions.bind import bind, require_boolean
 from airflow_provider_delta.core.expressions.filters import bind_filter, predicate_text
+from airflow_provider_delta.core.expressions.functions import supported_functions
 from airflow_provider_delta.core.expressions.nodes import (
-    FUNCTIONS,
     And,
     Arithmetic,
     ArithmeticOp,
@@ -65,6 +66,9 @@ from airflow_provider_delta.core.expressions.nodes import _type_of as _type_of
 from airflow_provider_delta.core.expressions.parse import parse_expression, parse_filter, parse_predicate
 from airflow_provider_delta.core.expressions.render import to_sql
 from airflow_provider_delta.core.expressions.skipping import file_may_match
+
+#: Every Spark SQL function name the engine evaluates (aliases included); see ``expressions.functions``.
+FUNCTIONS = frozenset(name for names in supported_functions().values() for name in names)
 
 __all__ = [
     "FUNCTIONS",

@@ -8,6 +8,7 @@ that fails (overflow, division by zero, a failing cast), the expression is compu
 operand on the rows each operand sees; only an error on such a row is raised.
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import bind, parse_expression
     >>> t = pa.table({"a": [1, None, 3]})
     >>> evaluate(bind(parse_expression("a * 2"), t.schema), t).to_pylist()
     [2, None, 6]
@@ -24,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
+from airflow_provider_delta.core.expressions.functions import FunctionRuntimeError, lookup
 from airflow_provider_delta.core.expressions.nodes import (
     And,
     Arithmetic,
@@ -65,6 +67,28 @@ _ARROW_ARITHMETIC = {
     "%": "remainder_checked",
 }
 _NULL_BOOL = pa.scalar(None, pa.bool_())
+# Functions with an Arrow expression (for dataset filters); the others run as kernels (see functions/).
+_TRANSLATED = frozenset({
+    "lower", "upper", "abs", "negative", "coalesce", "length", "trim", "ltrim", "rtrim", "concat", "substring",
+    "current_date", "current_timestamp",
+})
+
+
+def _translatable_function(expr: Function) -> bool:
+    if expr.name not in _TRANSLATED:
+        return False
+    if expr.name == "concat":
+        return expr.dtype is None or pa.types.is_string(expr.dtype)
+    if expr.name == "substring":
+        return all(isinstance(a, Literal) and isinstance(a.value, int) for a in expr.args[1:])
+    return True
+
+
+def _translatable(expr: Expr) -> bool:
+    """Whether every function in ``expr`` has an Arrow expression."""
+    if isinstance(expr, Function) and not _translatable_function(expr):
+        return False
+    return all(_translatable(child) for child in expr.children())
 
 
 def _call(name: str, args: Sequence[Any], options: Any = None) -> pc.Expression:
@@ -88,6 +112,7 @@ def to_arrow_expression(expr: Expr) -> pc.Expression:
         PredicateError: The expression uses something Arrow cannot compute.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import bind, parse_predicate
         >>> t = pa.table({"a": [{"b": 1}, {"b": 2}]})
         >>> t.filter(to_arrow_expression(bind(parse_predicate("a.b > 1"), t.schema))).to_pylist()
         [{'a': {'b': 2}}]
@@ -178,6 +203,8 @@ class _ArrowTranslator:
         return _call(_ARROW_ARITHMETIC[expr.op], [left, right])
 
     def function(self, expr: Function) -> pc.Expression:
+        if not _translatable_function(expr):
+            raise self.error(f"the function {expr.name!r} has no Arrow expression (evaluate() computes it)")
         name, args = expr.name, [self.translate(a) for a in expr.args]
         if name == "current_date":
             return pc.scalar(pa.scalar(self.now.date(), pa.date32()))
@@ -241,6 +268,7 @@ def evaluate(expr: Expr, table: pa.Table) -> pa.Array:
             or a row that reaches an operand makes it fail (overflow, division by zero, a failing cast).
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import bind, parse_predicate
         >>> t = pa.table({"a": [1, None, 3]})
         >>> evaluate(bind(parse_predicate("a > 1"), t.schema), t).to_pylist()
         [False, None, True]
@@ -267,6 +295,8 @@ class _EvaluationError(PredicateError):
 
 
 def _evaluate_at_once(expr: Expr, table: pa.Table) -> pa.Array:
+    if not _translatable(expr):
+        return _evaluate_eager(expr, table)
     arrow_expr = to_arrow_expression(expr)
     try:
         # Sequential scan: keeps row order without relying on the scanner's ordering guarantees.
@@ -274,6 +304,39 @@ def _evaluate_at_once(expr: Expr, table: pa.Table) -> pa.Array:
     except (pa.ArrowException, TypeError, ValueError) as err:
         raise _EvaluationError(to_sql(expr), str(err)) from err
     return result.combine_chunks()
+
+
+def _evaluate_eager(expr: Expr, table: pa.Table) -> pa.Array:
+    """A tree with kernel functions: each such function over its arguments' arrays, the rest in Arrow."""
+    if isinstance(expr, Function) and not _translatable_function(expr):
+        return _apply_kernel(expr, [_argument(a, table) for a in expr.args], table.num_rows)
+    values = [None if isinstance(c, (Column, Literal)) else _evaluate_at_once(c, table) for c in expr.children()]
+    return _node_over(expr, table, values)
+
+
+def _argument(expr: Expr, table: pa.Table) -> pa.Array | pa.Scalar:
+    """A kernel's argument: a literal as a scalar (some functions need constants), else its array."""
+    if isinstance(expr, Literal):
+        try:
+            return pa.scalar(expr.value, type=expr.dtype)
+        except (pa.ArrowException, TypeError, ValueError) as err:
+            raise _EvaluationError(to_sql(expr), f"bad literal {expr.value!r} for {expr.dtype}") from err
+    return _evaluate_at_once(expr, table)
+
+
+def _apply_kernel(expr: Function, args: Sequence[pa.Array | pa.Scalar], num_rows: int) -> pa.Array:
+    spec = lookup(expr.name)
+    if spec is None or spec.kernel is None or expr.dtype is None:
+        raise _EvaluationError(to_sql(expr), f"the function {expr.name!r} must be bound before evaluation")
+    try:
+        result = spec.kernel(list(args), expr.dtype, num_rows)
+    except FunctionRuntimeError as err:
+        raise _EvaluationError(to_sql(expr), str(err)) from err
+    except (pa.ArrowException, TypeError, ValueError, ArithmeticError) as err:
+        raise _EvaluationError(to_sql(expr), str(err)) from err
+    if isinstance(result, pa.ChunkedArray):
+        result = result.combine_chunks()
+    return result if result.type == expr.dtype else result.cast(expr.dtype)
 
 
 # ------------------------------------------------------------------------- operands on reached rows
@@ -326,6 +389,8 @@ def _evaluate_reached(expr: Expr, table: pa.Table) -> pa.Array:
             value = _on_rows(arg, table, result.is_null())
             result = pc.coalesce(result, value if value.type == result.type else value.cast(result.type))
         return result
+    if isinstance(expr, Function) and expr.name in ("if", "case", "nvl2"):
+        return _conditional_reached(expr, table)
     children = expr.children()
     first_set: pa.Array | None = None  # x <op> y: y only where x is not null
     if _null_intolerant(expr) and not all(isinstance(c, (Column, Literal)) for c in children[1:]):
@@ -338,7 +403,11 @@ def _evaluate_reached(expr: Expr, table: pa.Table) -> pa.Array:
             values.append(_on_rows(child, table, first_set))
         else:
             values.append(_evaluate_reached(child, table))
-    # The node itself over its operands' values (as columns of a table beside the row's own columns).
+    return _node_over(expr, table, values)
+
+
+def _node_over(expr: Expr, table: pa.Table, values: Sequence[pa.Array | None]) -> pa.Array:
+    """The node itself over its operands' values (as columns of a table beside the row's own columns)."""
     operands = {f"__operand_{i}": (i, v) for i, v in enumerate(values) if v is not None}
     inputs = table.drop_columns([n for n in operands if n in table.column_names])
     replaced: dict[int, Expr] = {}
@@ -346,6 +415,24 @@ def _evaluate_reached(expr: Expr, table: pa.Table) -> pa.Array:
         inputs = inputs.append_column(name, value)
         replaced[i] = Column(None, (name,), value.type)
     return _evaluate_at_once(_with_children(expr, replaced), inputs)
+
+
+def _conditional_reached(expr: Function, table: pa.Table) -> pa.Array:
+    """IF, CASE and NVL2 with each branch computed only on the rows that take it."""
+    args = expr.args
+    if expr.name == "nvl2":
+        first = _evaluate_reached(args[0], table)
+        present = first.is_valid()
+        chosen = [first, _on_rows(args[1], table, present), _on_rows(args[2], table, pc.invert(present))]
+        return _apply_kernel(expr, chosen, table.num_rows)
+    remaining = pa.array(np.ones(table.num_rows, dtype=bool))
+    out: list[pa.Array | pa.Scalar] = []
+    for condition, value in zip(args[0:-1:2], args[1:-1:2], strict=True):
+        holds = pc.and_(pc.fill_null(_on_rows(condition, table, remaining), False), remaining)
+        out += [holds, _on_rows(value, table, holds)]
+        remaining = pc.and_(remaining, pc.invert(holds))
+    out.append(_on_rows(args[-1], table, remaining))
+    return _apply_kernel(expr, out, table.num_rows)
 
 
 def _null_intolerant(expr: Expr) -> bool:

@@ -5,6 +5,7 @@ and Arrow type and turns literals compared with a column into that column's type
 file skipping compare like with like.
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import parse_predicate
     >>> schema = pa.schema([("Id", pa.int64())])
     >>> str(bind(parse_predicate("id IN ('1', 2)"), schema))
     'Id IN (1L, 2L)'
@@ -18,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from airflow_provider_delta.core.expressions.functions import FunctionTypeError, check_arity, lookup
 from airflow_provider_delta.core.expressions.nodes import (
-    FUNCTIONS,
     And,
     Arithmetic,
     Between,
@@ -82,6 +83,7 @@ def bind(
         PredicateError: A column cannot be resolved or a literal cannot be compared with its column.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> schema = pa.schema([("Id", pa.int64()), ("day", pa.date32())])
         >>> str(bind(parse_predicate("id = 1 AND day = '2020-01-01'"), schema))
         "Id = 1L AND day = DATE '2020-01-01'"
@@ -282,20 +284,17 @@ class _Binder:
 
     def function(self, expr: Function) -> Expr:
         args = [self.bind(a) for a in expr.args]
-        if expr.name not in FUNCTIONS:
-            raise self.error(f"unsupported function {expr.name!r}")
-        if expr.name == "coalesce":
-            target = next((_type_of(a) for a in args if not isinstance(a, Literal)), None)
-            args = [self.coerce_literal(a, target, args[0])[1] if isinstance(a, Literal) else a for a in args]
-        elif expr.name == "concat":
-            args = [a if _is_string_type(_type_of(a) or pa.string()) else Cast(a, pa.string()) for a in args]
-        elif expr.name == "substring" and not _is_substring_call(args):
-            raise self.error("substring needs a string and integer literal position and length")
-        return Function(expr.name, tuple(args))
-
-
-def _is_substring_call(args: Sequence[Expr]) -> bool:
-    return 2 <= len(args) <= 3 and all(isinstance(a, Literal) and isinstance(a.value, int) for a in args[1:])
+        spec = lookup(expr.name)
+        if spec is None:
+            raise self.error(f"the function {expr.name!r} is not supported by the local engine")
+        reason = check_arity(spec, len(args))
+        if reason is not None:
+            raise self.error(reason)
+        try:
+            typed, result = spec.typer(args)
+        except FunctionTypeError as err:
+            raise self.error(str(err)) from err
+        return Function(spec.name, tuple(typed), result)
 
 
 def _exact_literal(number: int | decimal.Decimal, target: pa.DataType) -> Literal:

@@ -26,23 +26,6 @@ if TYPE_CHECKING:
 
 ComparisonOp = TypingLiteral["=", "!=", "<", "<=", ">", ">=", "<=>"]
 ArithmeticOp = TypingLiteral["+", "-", "*", "/", "%"]
-FUNCTIONS = frozenset(
-    {
-        "abs",
-        "coalesce",
-        "concat",
-        "current_date",
-        "current_timestamp",
-        "length",
-        "lower",
-        "ltrim",
-        "negative",
-        "rtrim",
-        "substring",
-        "trim",
-        "upper",
-    }
-)
 
 
 _RENDERER: list[Callable[[Expr], str]] = [repr]
@@ -200,10 +183,15 @@ class Arithmetic(Expr):
 
 @dataclass(frozen=True)
 class Function(Expr):
-    """A call of one of :data:`FUNCTIONS` (lower-case name)."""
+    """A call of a Spark SQL function (its canonical lower-case name, see ``expressions.functions``).
+
+    ``dtype`` is the result type, set by :func:`bind`. Two names are syntax rather than calls:
+    ``case`` (``CASE WHEN c1 THEN v1 ... ELSE e END`` as ``(c1, v1, ..., e)``) and ``[]`` (``x[i]``).
+    """
 
     name: str
     args: tuple[Expr, ...] = field(default=())
+    dtype: pa.DataType | None = None
 
 
 def col(name: str, *path: str, qualifier: str | None = None) -> Column:
@@ -251,6 +239,7 @@ def conjuncts(expr: Expr) -> list[Expr]:
         The AND-ed terms, left to right.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> [str(e) for e in conjuncts(parse_predicate("a = 1 AND (b = 2 AND c = 3)"))]
         ['a = 1', 'b = 2', 'c = 3']
     """
@@ -275,6 +264,7 @@ def referenced_columns(expr: Expr) -> set[tuple[str, ...]]:
         Set of paths such as ``("a",)`` and ``("s", "x")``.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> sorted(referenced_columns(parse_predicate("a = 1 OR s.x > b")))
         [('a',), ('b',), ('s', 'x')]
     """
@@ -292,6 +282,7 @@ def is_partition_only(expr: Expr, partition_columns: Collection[str]) -> bool:
         True when every referenced column is a top-level partition column.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import parse_predicate
         >>> is_partition_only(parse_predicate("Date = '2020-01-01'"), ["date"])
         True
     """
@@ -318,7 +309,11 @@ def _type_of(expr: Expr) -> pa.DataType | None:
         for t in (left, right):
             if pa.types.is_floating(t):
                 return pa.float64()
+        if pa.types.is_integer(left) and pa.types.is_integer(right):
+            return left if left.bit_width >= right.bit_width else right
         return left if pa.types.is_decimal(left) or not pa.types.is_integer(right) else right
+    if isinstance(expr, Function) and expr.dtype is not None:
+        return expr.dtype
     if isinstance(expr, Function):
         if expr.name in ("lower", "upper", "concat", "substring", "trim", "ltrim", "rtrim"):
             return pa.string()

@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import sqlglot
 from sqlglot import exp
+from sqlglot.dialects.spark import Spark
 
+from airflow_provider_delta.core.expressions.functions import check_arity, lookup
 from airflow_provider_delta.core.expressions.nodes import (
     And,
     Arithmetic,
@@ -95,7 +97,7 @@ def parse_predicate(text: str, *, qualifiers: Collection[str] = ()) -> Expr:
         return expr
     if isinstance(expr, Cast) and expr.to == pa.bool_():
         return expr
-    if isinstance(expr, Function) and expr.name == "coalesce":
+    if isinstance(expr, Function):  # its type is known after binding (require_boolean)
         return expr
     raise PredicateError(f"Cannot parse predicate {text!r}: {to_sql(expr)!r} is not a condition")
 
@@ -171,11 +173,22 @@ def _error_of(text: str) -> sqlglot.errors.SqlglotError:
     raise AssertionError(f"{text!r} parses")
 
 
+class _CallsByName(Spark):
+    """Spark SQL where every ``f(args)`` stays a call with its arguments in order (``exp.Anonymous``).
+
+    sqlglot's own Spark functions rewrite calls into other dialects' shapes (``date_sub(d, 1)`` becomes
+    an addition of ``1 * -1``, ``log10(x)`` a two-argument log); here the engine maps Spark's names.
+    """
+
+    class Parser(Spark.Parser):  # type: ignore[misc,valid-type]
+        FUNCTIONS: dict[str, Any] = {}  # noqa: RUF012 - sqlglot's class-level table
+
+
 def _parse_sql(text: str, kind: str) -> exp.Expr:
     if not isinstance(text, str) or not text.strip():
         raise PredicateError(f"Cannot parse {kind} {text!r}: empty text")
     try:
-        node = sqlglot.parse_one(text, read="spark")
+        node = sqlglot.parse_one(text, read=_CallsByName)
     except sqlglot.errors.SqlglotError as err:
         raise PredicateError(f"Cannot parse {kind} {text!r}: {parse_error_reason(err, text)}") from err
     if node is None:
@@ -198,12 +211,6 @@ _ARITHMETIC: dict[type[exp.Expr], ArithmeticOp] = {
     exp.Mul: "*",
     exp.Div: "/",
     exp.Mod: "%",
-}
-_UNARY_FUNCTIONS: dict[type[exp.Expr], str] = {
-    exp.Lower: "lower",
-    exp.Upper: "upper",
-    exp.Abs: "abs",
-    exp.Length: "length",
 }
 _SQL_TYPES: dict[str, pa.DataType] = {
     "TINYINT": pa.int8(),
@@ -346,20 +353,11 @@ class _Converter:
         return In(self.convert(node.this), values)
 
     def cast(self, node: exp.Cast) -> Expr:
-        to = node.to
-        name = to.this.name if isinstance(to, exp.DataType) else ""
-        if name == "DECIMAL":
-            params = [int(p.this.this) if isinstance(p.this, exp.Literal) else -1 for p in to.expressions]
-            precision, scale = (params + [10, 0][len(params) :])[:2] if params else (10, 0)
-            if not 0 < precision <= 38 or not 0 <= scale <= precision:
-                raise self.fail(node, "invalid decimal type in")
-            target: pa.DataType = pa.decimal128(precision, scale)
-        elif name in _SQL_TYPES:
-            target = _SQL_TYPES[name]
-        else:
-            raise self.fail(node, "unsupported type in")
+        if node.args.get("safe"):
+            raise self.fail(node, "try_cast is not supported by the local engine:")
+        target = self.sql_type(node, node.to)
         operand = self.convert(node.this)
-        if isinstance(operand, Literal):
+        if isinstance(operand, Literal) and not _is_nested(target):
             # Fold constants (DATE '2020-01-01', TIMESTAMP '...', 1.5D, 5L) so they can drive file skipping.
             try:
                 return Literal(_convert_value(operand.value, target), target)
@@ -367,34 +365,105 @@ class _Converter:
                 raise self.fail(node, f"cannot convert ({err}):") from err
         return Cast(operand, target)
 
+    def sql_type(self, node: exp.Expr, to: exp.Expr) -> pa.DataType:
+        """The Arrow type of a SQL type (nested ARRAY, MAP and STRUCT types included)."""
+        name = to.this.name if isinstance(to, exp.DataType) else ""
+        inner = [e.args.get("kind", e) if isinstance(e, exp.ColumnDef) else e for e in to.expressions]
+        if name == "DECIMAL":
+            params = [int(p.this.this) if isinstance(p.this, exp.Literal) else -1 for p in to.expressions]
+            precision, scale = (params + [10, 0][len(params) :])[:2] if params else (10, 0)
+            if not 0 < precision <= 38 or not 0 <= scale <= precision:
+                raise self.fail(node, "invalid decimal type in")
+            return pa.decimal128(precision, scale)
+        if name == "ARRAY" and len(inner) == 1:
+            return pa.list_(self.sql_type(node, inner[0]))
+        if name == "MAP" and len(inner) == 2:
+            return pa.map_(self.sql_type(node, inner[0]), self.sql_type(node, inner[1]))
+        if name == "STRUCT" and all(isinstance(e, exp.ColumnDef) for e in to.expressions):
+            return pa.struct([pa.field(e.name, self.sql_type(node, e.args["kind"])) for e in to.expressions])
+        if name in _SQL_TYPES:
+            return _SQL_TYPES[name]
+        raise self.fail(node, "unsupported type in")
+
     def function(self, node: exp.Expr) -> Expr:
-        unary = _UNARY_FUNCTIONS.get(type(node))
-        if unary is not None:
-            return Function(unary, (self.convert(node.this),))
-        if isinstance(node, exp.Coalesce):
-            return Function("coalesce", tuple(self.convert(a) for a in [node.this, *node.expressions]))
-        if isinstance(node, (exp.Concat, exp.DPipe)):
-            items = node.expressions if isinstance(node, exp.Concat) else [node.this, node.expression]
-            args = tuple(self.convert(a) for a in items)
-            if all(isinstance(a, Literal) and isinstance(a.value, str) for a in args):
-                return Literal("".join(a.value for a in args if isinstance(a, Literal)))
-            return Function("concat", args)
+        if isinstance(node, exp.Anonymous):
+            return self.call(node, str(node.this), list(node.expressions))
         if isinstance(node, exp.Substring):
             parts = [node.this, node.args.get("start"), node.args.get("length")]
-            return Function("substring", tuple(self.convert(a) for a in parts if a is not None))
+            return self.call(node, "substring", [a for a in parts if a is not None])
         if isinstance(node, exp.Trim):
             if node.expression is not None:
                 raise self.fail(node)
             position = str(node.args.get("position") or "BOTH").upper()
             name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(position, "trim")
             return Function(name, (self.convert(node.this),))
+        if isinstance(node, exp.If):
+            args = [node.this, node.args.get("true"), node.args.get("false") or exp.Null()]
+            return Function("if", tuple(self.convert(a) for a in args))
+        if isinstance(node, exp.Case):
+            return self.case(node)
+        if isinstance(node, exp.Bracket) and len(node.expressions) == 1 and not node.args.get("offset"):
+            return Function("[]", (self.convert(node.this), self.convert(node.expressions[0])))
+        if isinstance(node, exp.DPipe):
+            return self.call(node, "concat", [node.this, node.expression])
+        if isinstance(node, exp.Concat):  # adjacent string literals
+            return self.call(node, "concat", list(node.expressions))
         if isinstance(node, exp.CurrentDate):
             return Function("current_date")
         if isinstance(node, exp.CurrentTimestamp):
             return Function("current_timestamp")
-        if isinstance(node, exp.Anonymous):
-            raise self.fail(node, f"unsupported function {str(node.this).lower()!r} in")
+        if isinstance(node, exp.Initcap):  # sqlglot adds a default delimiter argument
+            return self.call(node, "initcap", [node.this])
+        if isinstance(node, exp.Array):  # sqlglot's reading of `array(...)[i]` loses arguments: refuse it
+            raise self.fail(node)
+        if isinstance(node, exp.RegexpLike):  # x RLIKE p, x REGEXP p
+            return self.call(node, "rlike", [node.this, node.expression])
+        if isinstance(node, exp.StrPosition):  # POSITION(sub IN str)
+            return self.call(node, "locate", [node.args["substr"], node.this])
+        if isinstance(node, exp.Func) and not isinstance(node, (exp.Cast, exp.Extract)):
+            # Parsed by a sqlglot rule of its own (TRANSFORM, OVERLAY, ...): not one of the engine's.
+            return self.call(node, node.sql_name(), [a for a in node.args.values() if isinstance(a, exp.Expr)])
         raise self.fail(node)
+
+    def call(self, node: exp.Expr, name: str, items: list[exp.Expr]) -> Expr:
+        """A function call by its Spark name; names the local engine lacks are refused here."""
+        lowered = name.lower()
+        if any(isinstance(a, exp.Lambda) for a in items):
+            raise self.fail(node, f"{lowered}() with a lambda function is not supported by the local engine in")
+        args = tuple(self.convert(a) for a in items)
+        if lowered in ("isnull", "isnotnull") and len(args) == 1:
+            return IsNull(args[0]) if lowered == "isnull" else IsNotNull(args[0])
+        if lowered == "mod" and len(args) == 2:
+            return Arithmetic("%", args[0], args[1])
+        spec = lookup(lowered)
+        if spec is None or spec.name in ("case", "[]"):
+            raise PredicateError(
+                f"Cannot parse {self.kind} {self.text!r}: the function {lowered!r} is not supported by the local "
+                "engine. Help: the Spark executor runs every Spark SQL function (merge_delta / merge_delta_sql, "
+                "or engine=\"spark\" for the merge job); the README lists the functions the local engine has"
+            )
+        reason = check_arity(spec, len(args))
+        if reason is not None:
+            raise self.fail(node, f"{reason}:")
+        if spec.name == "concat" and args and all(isinstance(a, Literal) and isinstance(a.value, str) for a in args):
+            return Literal("".join(a.value for a in args if isinstance(a, Literal)))
+        return Function(spec.name, args)
+
+    def case(self, node: exp.Case) -> Expr:
+        subject = self.convert(node.this) if node.this is not None else None
+        args: list[Expr] = []
+        for branch in node.args.get("ifs") or []:
+            condition = self.convert(branch.this)
+            if subject is not None:
+                condition = Comparison("=", subject, condition)
+            args += [condition, self.convert(branch.args["true"])]
+        default = node.args.get("default")
+        args.append(self.convert(default) if default is not None else Literal(None))
+        return Function("case", tuple(args))
+
+
+def _is_nested(t: pa.DataType) -> bool:
+    return bool(pa.types.is_list(t) or pa.types.is_map(t) or pa.types.is_struct(t))
 
 
 def _column_parts(node: exp.Expr) -> list[exp.Expr]:

@@ -4,6 +4,7 @@
 (``5L``, ``1.5D``, ``DATE '...'``, ``CAST(... AS ...)``).
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import col, lit
     >>> to_sql(In(col("my col"), (lit(1, pa.int64()), lit(2.5, pa.float64()))))
     '`my col` IN (1L, 2.5D)'
 """
@@ -68,6 +69,14 @@ def _spark_type(t: pa.DataType) -> str:
         return "TIMESTAMP" if t.tz is not None else "TIMESTAMP_NTZ"
     if _is_string_type(t):
         return "STRING"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"ARRAY<{_spark_type(t.value_type)}>"
+    if pa.types.is_map(t):
+        return f"MAP<{_spark_type(t.key_type)}, {_spark_type(t.item_type)}>"
+    if pa.types.is_struct(t):
+        return "STRUCT<" + ", ".join(f"{_quote_identifier(f.name)}: {_spark_type(f.type)}" for f in t) + ">"
+    if pa.types.is_null(t):
+        return "VOID"
     return str(t).upper()
 
 
@@ -114,6 +123,7 @@ def to_sql(expr: Expr) -> str:
         SQL text.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import col, lit
         >>> to_sql(And(Comparison("=", col("a"), lit(1)), IsNull(col("b", "c"))))
         'a = 1 AND b.c IS NULL'
     """
@@ -168,6 +178,15 @@ def _function_sql(expr: Function) -> str:
         return f"-{_operand_sql(expr.args[0])}"
     if expr.name in ("current_date", "current_timestamp") and not expr.args:
         return expr.name
+    if expr.name == "case" and len(expr.args) % 2 == 1:
+        pairs = zip(expr.args[0:-1:2], expr.args[1:-1:2], strict=True)
+        branches = " ".join(f"WHEN {to_sql(c)} THEN {to_sql(v)}" for c, v in pairs)
+        default = expr.args[-1]
+        untyped_null = isinstance(default, Literal) and default.value is None and pa.types.is_null(default.dtype)
+        tail = "" if untyped_null else f" ELSE {to_sql(default)}"
+        return f"CASE {branches}{tail} END"
+    if expr.name == "[]" and len(expr.args) == 2:
+        return f"{_operand_sql(expr.args[0])}[{to_sql(expr.args[1])}]"
     return f"{expr.name}({', '.join(to_sql(a) for a in expr.args)})"
 
 

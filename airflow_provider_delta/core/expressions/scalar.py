@@ -5,6 +5,7 @@ computed here (other columns, unsupported functions, values of types that do not
 ``_UNKNOWN``, which keeps the file.
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import parse_predicate
     >>> _eval_scalar(parse_predicate("p IN ('a', NULL)"), {"p": "b"}) is None
     True
 """
@@ -193,8 +194,17 @@ def _arithmetic_scalar(op: str, left: Any, right: Any) -> Any:
     return math.fmod(left, right) if isinstance(left, float) or isinstance(right, float) else left % right
 
 
+# Functions computed here; others (conditional ones among them: a NULL argument does not make them NULL)
+# are unknown, which keeps the file.
+_SCALAR_FUNCTIONS = frozenset(
+    {"coalesce", "concat", "abs", "negative", "lower", "upper", "length", "trim", "ltrim", "rtrim", "substring"}
+)
+
+
 def _function_scalar(expr: Function, args: list[Any]) -> Any:
     name = expr.name
+    if name not in _SCALAR_FUNCTIONS:
+        return _UNKNOWN
     if name == "coalesce":
         for arg in args:
             if arg is _UNKNOWN:

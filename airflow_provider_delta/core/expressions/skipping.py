@@ -5,6 +5,7 @@ columns use the file's ``minValues``/``maxValues``/``nullCount`` conservatively,
 only when no row can match.
 
 Example:
+    >>> from airflow_provider_delta.core.expressions import bind, parse_predicate
     >>> schema = pa.schema([("x", pa.int64())])
     >>> pred = bind(parse_predicate("x IS NULL OR x < 0"), schema)
     >>> stats = {"numRecords": 3, "minValues": {"x": 1}, "nullCount": {"x": 0}}
@@ -82,6 +83,7 @@ def file_may_match(
         False only when no row of the file can satisfy the predicate.
 
     Example:
+        >>> from airflow_provider_delta.core.expressions import bind, parse_predicate
         >>> schema = pa.schema([("p", pa.string()), ("x", pa.int64())])
         >>> pred = bind(parse_predicate("p = 'a' AND x > 10"), schema)
         >>> file_may_match(pred, partition_values={"p": "a"}, stats={"numRecords": 3, "maxValues": {"x": 7}})

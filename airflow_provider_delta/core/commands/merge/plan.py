@@ -4,8 +4,8 @@ The plan is engine-neutral: bound expressions (evaluated over rows laid out as o
 alias, see :func:`airflow_provider_delta.core.expressions.bind`) together with their Spark SQL text,
 the schema the commit will have, the equi-join keys, and the predicate that selects the target files
 that can hold affected rows. An executor turns it into files and actions: the local one with pyarrow
-(:mod:`airflow_provider_delta.core.commands.merge.local`), Spark's with a Spark join over the SQL texts.
-The source is a :class:`~airflow_provider_delta.core.commands.merge.source.MergeSource`: its schema, a
+(:mod:`airflow_provider_delta.core.executor.merge.local`), Spark's with a Spark join over the SQL texts.
+The source is a :class:`~airflow_provider_delta.core.executor.merge.source.MergeSource`: its schema, a
 summary of its key values (computed by its engine), and for Spark a typer for SQL that core's
 expressions do not cover (CASE, the Spark function library): such an expression is planned as an
 :class:`EngineExpr`, typed by Spark's analyzer, and only the Spark executor can run the plan.
@@ -29,25 +29,32 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_delta.core.commands.merge.names import insert_columns, name_parts, resolve_name
-from airflow_provider_delta.core.commands.merge.source import (
+from airflow_provider_delta.core.executor.merge.plan import (
+    Assignment,
+    EngineExpr,
+    JoinKey,
+    MergePlan,
+    PlannedClause,
+)
+from airflow_provider_delta.core.executor.merge.source import (
     KeySummary,
     MergeSource,
     SourceSummary,
     as_merge_source,
 )
-from airflow_provider_delta.core.commands.merge.source import source_key_column as source_key_column
+from airflow_provider_delta.core.executor.merge.source import source_key_column as source_key_column
 from airflow_provider_delta.core.expressions import (
     And,
     Column,
     Comparison,
     Expr,
+    Function,
     In,
     Literal,
     Or,
@@ -72,88 +79,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
-    from airflow_provider_delta.core.commands.merge.source import SqlTyper
+    from airflow_provider_delta.core.executor.merge.source import SqlTyper
     from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["Assignment", "EngineExpr", "JoinKey", "MergePlan", "PlannedClause", "plan_merge"]
-
-
-@dataclass(frozen=True)
-class EngineExpr(Expr):
-    """SQL outside core's expression surface, typed by the executing engine (Spark) and run only there."""
-
-    sql: str
-    dtype: pa.DataType | None = None
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """``target path = value``: the path in the evolved schema's spelling, the value bound in the clause scope.
-
-    ``sql`` is the value as Spark SQL over the clause's aliases (what the Spark executor evaluates).
-    """
-
-    path: tuple[str, ...]
-    value: Expr
-    sql: str
-
-
-@dataclass(frozen=True)
-class PlannedClause:
-    """A resolved clause. ``assignments`` is empty for DELETE; ``condition_sql`` is the condition's text."""
-
-    kind: str
-    action: str
-    label: str
-    condition: Expr | None
-    assignments: tuple[Assignment, ...]
-    condition_sql: str | None = None
-
-
-@dataclass(frozen=True)
-class JoinKey:
-    """An equality of the join condition: target field path = source field path."""
-
-    target: tuple[str, ...]
-    source: tuple[str, ...]
-    target_type: pa.DataType
-    source_type: pa.DataType
-
-    def __str__(self) -> str:
-        return f"{'.'.join(self.target)} = {'.'.join(self.source)}"
-
-
-@dataclass(frozen=True)
-class MergePlan:
-    """Everything an executor needs. Expressions in the pair scope read struct columns named by the aliases."""
-
-    target_alias: str
-    source_alias: str
-    current_schema: StructType
-    schema: StructType
-    keys: tuple[JoinKey, ...]
-    target_filter: Expr | None  # target-only conjuncts of the condition, over plain target columns
-    source_filter: Expr | None  # source-only conjuncts, over plain source columns
-    residual: Expr | None  # the rest of the condition, in the pair scope
-    matched: tuple[PlannedClause, ...]
-    not_matched: tuple[PlannedClause, ...]
-    not_matched_by_source: tuple[PlannedClause, ...]
-    file_predicate: Expr | None  # target files that may hold affected rows; None: all of them
-    duplicates_allowed: bool  # only an unconditional DELETE on match: several source rows may match
-    operation_parameters: dict[str, Any]
-    condition_sql: str = ""  # the ON condition as written (Spark SQL over both aliases)
-    source_rows: int = 0  # rows in the source
-    engine_only: tuple[str, ...] = ()  # labels of clauses with SQL only the engine's typer understood
-
-    @property
-    def evolved(self) -> bool:
-        """Whether the merge changes the table schema."""
-        return self.schema != self.current_schema
-
-    @property
-    def clauses(self) -> tuple[PlannedClause, ...]:
-        """Every clause: matched, then not matched, then not matched by source (each kind in order)."""
-        return self.matched + self.not_matched + self.not_matched_by_source
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -293,6 +222,11 @@ class _Planner:
         self.engine_only.append(where)
         return EngineExpr(expr.sql, dtype)
 
+    def engine_may_type(self, expr: Expr, *, engine_ok: bool = True) -> bool:
+        """Whether SQL with functions core's typing refused goes to the engine's analyzer (Spark's
+        implicit casts are wider than the local engine's)."""
+        return self.typer is not None and engine_ok and any(isinstance(n, Function) for n in _walk(expr))
+
     def qualify(self, expr: Expr, aliases: Sequence[str], where: str) -> Expr:
         def fix(c: Column) -> Column:
             original = c
@@ -335,6 +269,8 @@ class _Planner:
         try:
             bound = bind(expr, layout, qualifiers=qualifiers)
         except PredicateError as err:
+            if self.engine_may_type(expr, engine_ok=engine_ok):
+                return self.engine_typed(EngineExpr(text), aliases, where, predicate=predicate)
             column = next((c.name for c in _walk(expr) if isinstance(c, Column)), None)
             raise MergeError(f"{err} (in the {where})", clause=where, column=column) from err
         if predicate:
@@ -545,13 +481,17 @@ class _Planner:
             else:
                 try:
                     bound = bind(expr, layout, qualifiers=qualifiers)
+                    value_type = _type_of(bound)
                 except PredicateError as err:
-                    raise MergeError(
-                        f"{err} (in {where}, assigning {'.'.join(canonical)!r})",
-                        clause=where,
-                        column=".".join(canonical),
-                    ) from err
-                value_type = _type_of(bound)
+                    if not self.engine_may_type(expr):
+                        raise MergeError(
+                            f"{err} (in {where}, assigning {'.'.join(canonical)!r})",
+                            clause=where,
+                            column=".".join(canonical),
+                        ) from err
+                    where_assigned = f"{where}, assigning {'.'.join(canonical)!r}"
+                    engine = self.engine_typed(EngineExpr(sql), aliases, where_assigned, predicate=False)
+                    bound, value_type = engine, engine.dtype
             reason = assignment_problem(value_type, _field_at(schema, canonical).type, ".".join(canonical))
             if reason:
                 raise MergeError(
