@@ -343,7 +343,8 @@ def fail(arr: pa.Array, bad: np.ndarray, source: DataType, target: DataType, pat
     first = arr[int(np.flatnonzero(bad)[0])].as_py()
     raise CastError(
         f"Cannot assign to column {path!r}: the value {first!s} of type {spark_name(source)} cannot be cast "
-        f"to {spark_name(target)} due to an overflow (CAST_OVERFLOW). Help: correct the value, widen the "
+        f"to {spark_name(target)} due to an overflow (CAST_OVERFLOW; in Delta's MERGE and UPDATE "
+        "DELTA_CAST_OVERFLOW_IN_TABLE_WRITE). Help: correct the value, widen the "
         "column, or use try_cast in the assigned expression",
         column=path,
         value=str(first),
