@@ -189,3 +189,28 @@ def test_update_set_of_one_column_twice_in_different_case_is_refused(tmp_path: P
         run_sql(table, "MATCHED THEN UPDATE SET value = s.value, VALUE = 99", evolution=False, on="t.key = s.key",
                 source=source)
     assert DeltaTable(table.location).version == 1
+
+
+@pytest.mark.parametrize(("column", "added"), [("new", True), ("s.new", True), ("t.new", False),
+                                                ("st.n2", True), ("s.st.n2", True), ("t.st.n2", False)])
+def test_with_evolution_a_new_column_is_named_as_the_source_resolves_it(
+    tmp_path: Path, column: str, added: bool
+) -> None:
+    # delta-spark 4.4.0: SET new / s.new / st.n2 / s.st.n2 = <same-named source field> add it with evolution;
+    # t.new and t.st.n2 do not resolve (not in the target, and t is not the source's alias).
+    data = pa.table({"key": pa.array([1], pa.int32()), "st": pa.array([{"a": 1}], pa.struct([("a", pa.int32())]))})
+    source = pa.table({"key": pa.array([1], pa.int32()), "new": pa.array([5], pa.int32()),
+                       "st": pa.array([{"a": 7, "n2": 8}], pa.struct([("a", pa.int32()), ("n2", pa.int32())]))})
+    table = make(tmp_path, data)
+    value = "s.st.n2" if "n2" in column else "s.new"
+    statement = f"MATCHED THEN UPDATE SET {column} = {value}"
+    if not added:
+        with pytest.raises(MergeError, match="Cannot resolve column"):
+            run_sql(table, statement, evolution=True, on="t.key = s.key", source=source)
+        assert DeltaTable(table.location).version == 1
+        return
+    run_sql(table, statement, evolution=True, on="t.key = s.key", source=source)
+    expected = {"key": 1, "st": {"a": 1, "n2": 8}} if "n2" in column else {"key": 1, "st": {"a": 1}, "new": 5}
+    assert DeltaTable(table.location).to_arrow().to_pylist() == [expected]
+    with pytest.raises(MergeError, match="Cannot resolve column"):
+        run_sql(make(tmp_path / "again", data), statement, evolution=False, on="t.key = s.key", source=source)
