@@ -91,6 +91,19 @@ class SchemaMismatchError(SchemaError):
     """Data does not match the table's schema."""
 
 
+class CastError(SchemaMismatchError):
+    """A value cannot be stored in its column's type (Spark's ANSI store assignment fails at run time):
+    malformed text (Spark's ``CAST_INVALID_INPUT``) or a value out of the type's range (``CAST_OVERFLOW``).
+
+    ``column`` names the column written to, ``value`` the first value that failed (as text).
+    """
+
+    def __init__(self, message: str, *, column: str | None = None, value: str | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+        self.value = value
+
+
 class PredicateError(ValueError, DeltaError):
     """A filter or predicate cannot be parsed or names an unknown column."""
 
@@ -106,6 +119,18 @@ class MergeError(ValueError, DeltaError):
         super().__init__(message)
         self.clause = clause
         self.column = column
+
+
+class MergeCastError(MergeError, CastError):
+    """A value a MERGE clause assigns cannot be cast to its column's type when the merge runs."""
+
+    def __init__(
+        self, message: str, *, clause: str | None = None, column: str | None = None, value: str | None = None
+    ) -> None:
+        ValueError.__init__(self, message)
+        self.clause = clause
+        self.column = column
+        self.value = value
 
 
 class MergeMultipleMatchError(MergeError):
@@ -333,6 +358,7 @@ class CommitOutcomeUnknownError(CommitError, StorageError):
 
 __all__ = [
     "BucketNotFoundError",
+    "CastError",
     "ChangeDataExportError",
     "ChangeDataFeedError",
     "ChangeDataMissingError",
@@ -359,6 +385,7 @@ __all__ = [
     "InvalidStorageOptionsError",
     "JobSpecError",
     "LogCorruptedError",
+    "MergeCastError",
     "MergeError",
     "MergeMultipleMatchError",
     "MetadataChangedException",

@@ -92,6 +92,10 @@ class TaskError(RuntimeError):
     """A ``DeltaError`` raised in a Spark task, as text the driver can turn back into the error."""
 
 
+_ERROR_FIELDS = ("clause", "column", "value")
+"""Keyword fields of a task's error that travel to the driver with its type and message."""
+
+
 @contextlib.contextmanager
 def delta_errors() -> Iterator[None]:
     """In a task: re-raise a ``DeltaError`` as :class:`TaskError` whose message encodes its type.
@@ -103,7 +107,8 @@ def delta_errors() -> Iterator[None]:
     try:
         yield
     except DeltaError as err:
-        payload = orjson.dumps({"type": type(err).__name__, "message": str(err)}).decode()
+        fields = {k: getattr(err, k) for k in _ERROR_FIELDS if isinstance(getattr(err, k, None), str)}
+        payload = orjson.dumps({"type": type(err).__name__, "message": str(err), "fields": fields}).decode()
         raise TaskError(_ERROR_MARKER + payload) from err
 
 
@@ -125,10 +130,14 @@ def reraise_task_error(err: BaseException) -> None:
     if not (isinstance(cls, type) and issubclass(cls, DeltaError)):
         cls = DeltaError
     message = str(report.get("message"))
+    fields = report.get("fields") if isinstance(report.get("fields"), dict) else {}
     try:
-        error = cls(message)
-    except TypeError:  # an error type with required keyword fields
-        error = DeltaError(message)
+        error = cls(message, **fields) if fields else cls(message)
+    except TypeError:  # an error type with required keyword fields, or without these
+        try:
+            error = cls(message)
+        except TypeError:
+            error = DeltaError(message)
     raise error from err
 
 

@@ -21,9 +21,8 @@ import pyarrow.compute as pc
 from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.commands.delete import bound_predicate, matches, operation_predicate
 from airflow_provider_delta.core.executor import LocalExecutor, RowRewrite
-from airflow_provider_delta.core.executor.merge.store import store_value, struct_mismatch
 from airflow_provider_delta.core.expressions import _type_of, bind, evaluate, parse_expression, spread
-from airflow_provider_delta.core.schema.arrow import from_arrow_type
+from airflow_provider_delta.core.schema.store_assignment import assignment_problem, store_assign
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.changes import tag_changes
 from airflow_provider_delta.core.write.rows import check_table_writable, count_true
@@ -47,7 +46,7 @@ class UpdateRows:
     """The :data:`~airflow_provider_delta.core.executor.FileRewrite` of UPDATE."""
 
     predicate: Expr | None
-    assignments: tuple[tuple[str, Expr], ...]
+    assignments: tuple[tuple[str, Expr, DataType], ...]
     record_changes: bool
 
     def __call__(self, add: AddFile, rows: pa.Table) -> RowRewrite | None:
@@ -64,14 +63,9 @@ class UpdateRows:
         positions = np.flatnonzero(np.asarray(mask.to_numpy(zero_copy_only=False), dtype=bool))
         updated = rows if hits == rows.num_rows else rows.take(pa.array(positions, pa.int64()))
         new_values = {}
-        for name, expr in self.assignments:
-            target_type = rows.schema.field(name).type
-            try:
-                new_values[name] = _stored(evaluate(expr, updated), target_type)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
-                raise SchemaMismatchError(
-                    f"Cannot update column {name!r}: the value {str(expr)!r} does not fit type {target_type} ({err})"
-                ) from err
+        for name, expr, column_type in self.assignments:
+            # Delta casts with Spark's ANSI store assignment (UpdateExpressionsSupport.castIfNeeded).
+            new_values[name] = store_assign(evaluate(expr, updated), column_type, column=name)
         before = rows
         for name, new in new_values.items():
             idx = rows.schema.get_field_index(name)
@@ -86,15 +80,7 @@ class UpdateRows:
         return RowRewrite(rows, changes, {"numUpdatedRows": hits, "numCopiedRows": rows.num_rows - hits})
 
 
-def _stored(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
-    """Values cast to the column's type; structs (also in arrays and maps) by field name, as Delta does."""
-    if not pa.types.is_nested(target):
-        return pc.cast(values, target)
-    chunk = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
-    return store_value(chunk, from_arrow_type(target))
-
-
-def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple[str, Expr], ...]:  # noqa: A002
+def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple[str, Expr, DataType], ...]:  # noqa: A002
     if not set:
         raise DeltaError("Cannot update: no assignments given (set={'column': 'sql expression'})")
     arrow_schema = snapshot.arrow_schema
@@ -107,21 +93,11 @@ def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple
             )
         # Partition columns may be assigned too: the rewritten rows move to their new partition folder.
         bound = bind(parse_expression(str(text)), arrow_schema)
-        _refuse_struct_mismatch(f.name, f.type, _type_of(bound))
-        assignments.append((f.name, bound))
+        reason = assignment_problem(_type_of(bound), f.type, f.name, missing_fields=False)
+        if reason:
+            raise SchemaMismatchError(f"Cannot update column {f.name!r} with {str(text)!r}: {reason}")
+        assignments.append((f.name, bound, f.type))
     return tuple(assignments)
-
-
-def _refuse_struct_mismatch(name: str, column: DataType, value: pa.DataType | None) -> None:
-    """Delta's UPDATE stores structs by name and never evolves the schema
-    (``UpdateExpressionsSupport.castIfNeeded``): a struct value must have exactly the column's fields.
-
-    Raises:
-        SchemaMismatchError: the value has a field the column lacks, or lacks one of the column's.
-    """
-    reason = None if value is None else struct_mismatch(value, column, name, allow_missing=False)
-    if reason:
-        raise SchemaMismatchError(f"Cannot update column {name!r}: {reason}. Help: assign the fields one by one")
 
 
 def update(

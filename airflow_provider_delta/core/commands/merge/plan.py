@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_delta.core.commands.merge.names import insert_columns, name_parts, resolve_name
 from airflow_provider_delta.core.executor.merge.plan import (
     Assignment,
     EngineExpr,
@@ -69,15 +70,14 @@ from airflow_provider_delta.core.expressions import (
     parse_predicate,
     require_boolean,
 )
-from airflow_provider_delta.core.schema import types as t
 from airflow_provider_delta.core.schema.arrow import (
     from_arrow_schema,
-    from_arrow_type,
     to_arrow_schema,
     to_arrow_type,
 )
 from airflow_provider_delta.core.schema.evolution import as_nullable, merge_schemas
-from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructField, StructType
+from airflow_provider_delta.core.schema.store_assignment import assignment_problem
+from airflow_provider_delta.core.schema.types import DataType, StructField, StructType
 from airflow_provider_delta.exceptions import MergeError, PredicateError, SchemaError, SchemaEvolutionError
 
 if TYPE_CHECKING:
@@ -172,58 +172,6 @@ def _kept_source(schema: StructType, base: tuple[str, ...], targets: set[tuple[s
     return StructType(tuple(fields))
 
 
-def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str | None:
-    """Why a value of Arrow type ``value`` cannot be stored in a ``target`` column, or None when it can."""
-    if value is None or pa.types.is_null(value):
-        return None
-    if isinstance(target, StructType):
-        if not pa.types.is_struct(value):
-            return f"{path!r} is a struct, the value is {value}"
-        for i in range(value.num_fields):
-            child = value.field(i)
-            f = target.get(child.name, case_sensitive=False)
-            if f is None:
-                return f"the value has field {path + '.' + child.name!r}, which the target struct lacks"
-            reason = _assignable(child.type, f.type, f"{path}.{f.name}")
-            if reason:
-                return reason
-        return None
-    if isinstance(target, ArrayType):
-        if not (pa.types.is_list(value) or pa.types.is_large_list(value)):
-            return f"{path!r} is an array, the value is {value}"
-        return _assignable(value.value_type, target.element_type, f"{path}.element")
-    if isinstance(target, MapType):
-        if not pa.types.is_map(value):
-            return f"{path!r} is a map, the value is {value}"
-        return _assignable(value.key_type, target.key_type, f"{path}.key") or _assignable(
-            value.item_type, target.value_type, f"{path}.value"
-        )
-
-    try:
-        source = from_arrow_type(value)
-    except SchemaError:
-        return f"the value type {value} is not a Delta type"
-    if isinstance(source, (StructType, ArrayType, MapType)) or not _store_assignable(source, target):
-        return f"{path!r} has type {target.simple_string()}, the value has type {source.simple_string()}"
-    return None
-
-
-def _store_assignable(source: DataType, target: DataType) -> bool:
-    """Spark's ANSI store assignment: numbers widen or narrow (checked), anything becomes a string,
-    dates and timestamps convert; strings never become numbers, booleans or dates implicitly."""
-    if type(source) is type(target) or isinstance(source, t.NullType):
-        return True
-    numeric = (t.ByteType, t.ShortType, t.IntegerType, t.LongType, t.FloatType, t.DoubleType, t.DecimalType)
-    temporal = (t.DateType, t.TimestampType, t.TimestampNtzType)
-    if isinstance(target, numeric):
-        return isinstance(source, numeric)
-    if isinstance(target, t.StringType):
-        return not isinstance(source, (t.BinaryType,))
-    if isinstance(target, temporal):
-        return isinstance(source, temporal)
-    return isinstance(target, t.BinaryType) and isinstance(source, t.StringType)
-
-
 # --------------------------------------------------------------------------------------- planner
 
 
@@ -291,8 +239,12 @@ class _Planner:
 
     def qualify(self, expr: Expr, aliases: Sequence[str], where: str) -> Expr:
         def fix(c: Column) -> Column:
+            original = c
             if c.qualifier is not None:
-                return c
+                if self.alias_has(c.qualifier, c.path[0]):
+                    return c
+                # Spark: without such a column under the alias, ``t.b`` reads as field ``b`` of a column ``t``.
+                c = Column(None, (c.qualifier, *c.path), c.dtype)
             owners = []
             for alias in aliases:
                 fields = self.target_arrow if alias == self.ta else self.source_arrow
@@ -305,9 +257,16 @@ class _Planner:
                     clause=where,
                     column=c.name,
                 )
-            return Column(owners[0], c.path, c.dtype) if owners else c
+            return Column(owners[0], c.path, c.dtype) if owners else original
 
         return _map_columns(expr, fix)
+
+    def alias_has(self, alias: str, name: str) -> bool:
+        """Whether the relation called ``alias`` has a top-level column ``name`` (True for other qualifiers)."""
+        if alias.lower() not in (self.ta.lower(), self.sa.lower()):
+            return True
+        fields = self.target_arrow if alias.lower() == self.ta.lower() else self.source_arrow
+        return any(n.lower() == name.lower() for n in fields.names)
 
     def bind(
         self, text: str, aliases: Sequence[str], where: str, *, predicate: bool, engine_ok: bool = True
@@ -384,32 +343,32 @@ class _Planner:
             return self.star(c, where)
         out: list[_Raw] = []
         for column, value in c.assignments or ():
-            path = self.target_path(column, where)
+            path = self.target_path(column, where, c.kind)
             self.refuse_unknown_target(c, where, path)
             expr = self.qualify(self.parse(value, where, predicate=False), aliases, where)
             direct = expr.path if isinstance(expr, Column) and expr.qualifier == self.sa else None
             out.append((path, expr, direct, value))
+        if c.action == "insert":  # Delta: top-level columns only; of case-different duplicates the first counts
+            keep = insert_columns([r[0] for r in out], [column for column, _ in c.assignments or ()], where)
+            out = [r for r, k in zip(out, keep, strict=True) if k]
         return out
 
-    def target_path(self, column: str, where: str) -> tuple[str, ...]:
-        try:
-            expr = parse_expression(column, qualifiers=(self.ta, self.sa))
-        except PredicateError:
-            return (column,)
-        if not isinstance(expr, Column):
-            raise MergeError(
-                f"Cannot merge into table {self.location!r}: {where}: {column!r} is not a column name",
-                clause=where,
-                column=column,
-            )
-        if expr.qualifier is not None and expr.qualifier.lower() == self.sa.lower():
-            raise MergeError(
-                f"Cannot merge into table {self.location!r}: {where}: cannot assign to source "
-                f"column {column!r}; the left side names a target column",
-                clause=where,
-                column=column,
-            )
-        return expr.path
+    def target_path(self, column: str, where: str, kind: str) -> tuple[str, ...]:
+        """The column an assignment writes (see :mod:`~airflow_provider_delta.core.commands.merge.names`)."""
+        parts = name_parts(column, where)
+        path = resolve_name(self.target, parts, self.ta)
+        if path is None and self.evolution and kind != "not_matched_by_source":
+            path = resolve_name(self.source, parts, self.sa)  # a column schema evolution adds
+        if path is not None:
+            return path
+        side = "the target or the source" if self.evolution and kind != "not_matched_by_source" else "the target"
+        help_ = "" if self.evolution else ". Help: enable schema evolution to add it"
+        raise MergeError(
+            f"Cannot resolve column {column!r} in {where}: no such column in {side} "
+            f"(target columns: {', '.join(self.target.names)}){help_}",
+            clause=where,
+            column=column,
+        )
 
     def star(self, c: MergeClause, where: str) -> list[_Raw]:
         excluded = {e.strip("`").lower() for e in c.except_}
@@ -559,7 +518,8 @@ class _Planner:
                 value_type, column_type, ".".join(canonical), allow_missing=self.evolution)
             if reason and not self.evolution and "has no field" in reason:
                 reason += ". Help: enable schema evolution (missing fields are then NULL), or assign fields one by one"
-            reason = reason or _assignable(value_type, column_type, ".".join(canonical))
+            reason = reason or assignment_problem(
+                value_type, column_type, ".".join(canonical), missing_fields=self.evolution)
             if reason:
                 raise MergeError(
                     f"Cannot assign {sql!r} to column {'.'.join(canonical)!r} in {where}: {reason}",

@@ -25,7 +25,13 @@ from airflow_provider_delta.core.executor.merge.job import CLAUSE_COUNTERS
 from airflow_provider_delta.core.executor.merge.store import store_value
 from airflow_provider_delta.core.expressions import Column, evaluate
 from airflow_provider_delta.core.write.changes import tag_changes
-from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, SchemaMismatchError
+from airflow_provider_delta.exceptions import (
+    CastError,
+    MergeCastError,
+    MergeError,
+    MergeMultipleMatchError,
+    SchemaMismatchError,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -117,7 +123,11 @@ def _conform(
     chunk = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
     before = original.combine_chunks() if original is not None else None
     try:
-        out = store_value(chunk, f.type, original=before)
+        out = store_value(chunk, f.type, original=before, path=".".join(path))
+    except CastError as err:
+        raise MergeCastError(
+            f"{err} (in {where})", clause=where, column=".".join(path), value=err.value
+        ) from err
     except SchemaMismatchError as err:
         raise MergeError(
             f"Cannot assign a value to column {'.'.join(path)!r} in {where}: {err}",

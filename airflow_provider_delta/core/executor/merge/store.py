@@ -13,8 +13,8 @@ struct type field by field, matching names ignoring case:
 - a NULL struct stays NULL; in ``UPDATE SET *`` with evolution it becomes a struct (holding the kept
   target fields) when the target row's struct is not NULL and the column has fields the value lacks;
 - arrays and maps are stored element by element (keys and values), without the target's elements;
-- other values are cast to the column's type
-  (:func:`~airflow_provider_delta.core.schema.conform.conform_array`).
+- other values are cast to the column's type with Spark's ANSI store assignment
+  (:func:`~airflow_provider_delta.core.schema.store_assignment.store_assign`).
 
 Example:
     >>> from airflow_provider_delta.core.schema.arrow import from_arrow_type
@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_delta.core.schema.arrow import to_arrow_type
-from airflow_provider_delta.core.schema.conform import conform_array
+from airflow_provider_delta.core.schema.store_assignment import store_assign
 from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructType
 
 __all__ = ["store_value", "struct_mismatch"]
@@ -104,7 +104,9 @@ def _has_fields_to_keep(value: pa.StructType, column: StructType) -> bool:
     return False
 
 
-def store_value(values: pa.Array, column: DataType, *, original: pa.Array | None = None) -> pa.Array:
+def store_value(
+    values: pa.Array, column: DataType, *, original: pa.Array | None = None, path: str = "value"
+) -> pa.Array:
     """``values`` stored into a column of type ``column`` (see the module docstring).
 
     Args:
@@ -112,28 +114,31 @@ def store_value(values: pa.Array, column: DataType, *, original: pa.Array | None
         column: the column's (evolved) type.
         original: the target rows' current values in ``column``'s type, for ``UPDATE SET *`` with
             schema evolution (fields the value lacks keep them); None elsewhere.
+        path: the column's name, for errors.
 
     Raises:
-        SchemaMismatchError: a value cannot be cast to its field's type.
+        CastError: a value cannot be cast to its field's type (Spark's ANSI store assignment).
     """
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
     if pa.types.is_null(values.type):
         return pa.nulls(len(values), to_arrow_type(column))
     if isinstance(column, StructType) and pa.types.is_struct(values.type):
-        return _store_struct(values, column, original)
+        return _store_struct(values, column, original, path)
     if isinstance(column, ArrayType) and (
         pa.types.is_list(values.type) or pa.types.is_large_list(values.type)
     ):
-        return _store_list(values, column)
+        return _store_list(values, column, path)
     if isinstance(column, MapType) and pa.types.is_map(values.type):
-        return _store_map(values, column)
-    out = conform_array(values, column, mode="none")
+        return _store_map(values, column, path)
+    out = store_assign(values, column, column=path)
     assert isinstance(out, pa.Array)
     return out
 
 
-def _store_struct(values: pa.StructArray, column: StructType, original: pa.Array | None) -> pa.Array:
+def _store_struct(
+    values: pa.StructArray, column: StructType, original: pa.Array | None, path: str
+) -> pa.Array:
     target = to_arrow_type(column)
     if values.type.equals(target) and original is None:
         return values
@@ -145,7 +150,7 @@ def _store_struct(values: pa.StructArray, column: StructType, original: pa.Array
         before = kept[k] if kept is not None else None
         if i is not None:
             inner = before if isinstance(f.type, StructType) else None
-            out.append(store_value(children[i], f.type, original=inner))
+            out.append(store_value(children[i], f.type, original=inner, path=f"{path}.{f.name}"))
         else:
             out.append(before if before is not None else pa.nulls(len(values), to_arrow_type(f.type)))
     null = values.is_null()
@@ -156,25 +161,25 @@ def _store_struct(values: pa.StructArray, column: StructType, original: pa.Array
     return pa.StructArray.from_arrays(out, fields=fields, mask=mask)
 
 
-def _store_list(values: pa.Array, column: ArrayType) -> pa.Array:
+def _store_list(values: pa.Array, column: ArrayType, path: str) -> pa.Array:
     target = to_arrow_type(column)
     if values.type.equals(target):
         return values
     if pa.types.is_large_list(values.type):
         values = values.cast(pa.list_(values.type.value_field))
     offsets, start, stop = _rebased(values)
-    elements = store_value(values.values.slice(start, stop - start), column.element_type)
+    elements = store_value(values.values.slice(start, stop - start), column.element_type, path=f"{path}.element")
     mask = values.is_null() if values.null_count else None
     return pa.ListArray.from_arrays(offsets, elements, type=target, mask=mask)
 
 
-def _store_map(values: pa.MapArray, column: MapType) -> pa.Array:
+def _store_map(values: pa.MapArray, column: MapType, path: str) -> pa.Array:
     target = to_arrow_type(column)
     if values.type.equals(target):
         return values
     offsets, start, stop = _rebased(values)
-    keys = store_value(values.keys.slice(start, stop - start), column.key_type)
-    items = store_value(values.items.slice(start, stop - start), column.value_type)
+    keys = store_value(values.keys.slice(start, stop - start), column.key_type, path=f"{path}.key")
+    items = store_value(values.items.slice(start, stop - start), column.value_type, path=f"{path}.value")
     mask = values.is_null() if values.null_count else None
     return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
 

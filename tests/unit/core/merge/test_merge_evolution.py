@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.exceptions import DeltaError, MergeError
+from airflow_provider_delta.exceptions import DeltaError, MergeCastError, MergeError
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -112,7 +112,11 @@ def test_set_of_a_new_column_without_evolution_is_an_error_naming_it(tmp_path: P
 
 def test_set_of_a_new_column_with_evolution_adds_it_and_unmatched_rows_get_null(tmp_path: Path) -> None:
     t = make_table(tmp_path, KOLD)
-    merge(t, SRC_NEW, evolution=True).when_matched_update(set={"t.new_value": "s.new_value"}).execute()
+    # As in Delta, a name the target lacks resolves against the source, whose alias is s: `t.new_value`
+    # does not resolve there (names.py), `new_value` does.
+    with pytest.raises(MergeError, match="t.new_value"):
+        merge(t, SRC_NEW, evolution=True).when_matched_update(set={"t.new_value": "s.new_value"}).execute()
+    merge(t, SRC_NEW, evolution=True).when_matched_update(set={"new_value": "s.new_value"}).execute()
     assert fields(t) == [("key", "long", True), ("old_value", "string", True), ("new_value", "long", True)]
     assert rows(t) == [
         {"key": 1, "old_value": "a", "new_value": None},
@@ -312,7 +316,9 @@ def test_update_all_without_evolution_refuses_an_extra_struct_field(tmp_path: Pa
 
 def test_nested_set_from_the_same_nested_source_field_adds_the_field(tmp_path: Path) -> None:
     t = make_table(tmp_path, NESTED_T)
-    merge(t, NESTED_S, evolution=True).when_matched_update(set={"t.s.b": "s.s.b"}).execute()
+    with pytest.raises(MergeError, match="t.s.b"):  # Delta: "No such struct field" (see names.py)
+        merge(t, NESTED_S, evolution=True).when_matched_update(set={"t.s.b": "s.s.b"}).execute()
+    merge(t, NESTED_S, evolution=True).when_matched_update(set={"s.b": "s.s.b"}).execute()
     assert fields(t) == [("key", "long", True), ("s", "struct<a:long,b:string>", True)]
     assert rows(t) == [{"key": 1, "s": {"a": 1, "b": None}}, {"key": 2, "s": {"a": 2, "b": "x"}}]
 
@@ -354,9 +360,17 @@ def test_numbers_into_a_string_column_are_cast_as_spark_store_assignment_does(tm
     assert rows(t)[1] == {"key": 2, "value": "5.5"}
 
 
-def test_a_string_into_a_long_column_is_a_type_conflict_naming_column_and_clause(tmp_path: Path) -> None:
+def test_a_numeric_string_into_a_long_column_is_cast_as_delta_casts_it(tmp_path: Path) -> None:
+    t = make_table(tmp_path, pa.table({"key": [1, 2], "n": [1, 2]}))
+    source = pa.table({"key": [1, 3], "v": [" 12 ", "-7"]})
+    merge(t, source, evolution=False).when_matched_update(set={"n": "s.v"}).when_not_matched_insert(
+        values={"key": "s.key", "n": "s.v"}).execute()
+    assert rows(t) == [{"key": 1, "n": 12}, {"key": 2, "n": 2}, {"key": 3, "n": -7}]
+
+
+def test_a_string_that_is_not_a_number_fails_the_cast_at_run_time_naming_column_and_clause(tmp_path: Path) -> None:
     t = make_table(tmp_path, pa.table({"key": [1], "n": [1]}))
-    with pytest.raises(MergeError, match="'n'") as info:
+    with pytest.raises(MergeCastError, match="'x'.*CAST_INVALID_INPUT") as info:
         merge(t, pa.table({"key": [1], "v": ["x"]}), evolution=False).when_matched_update(
             set={"n": "s.v"}
         ).execute()
