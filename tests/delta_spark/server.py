@@ -68,6 +68,9 @@ def session(jars: list[str]) -> Any:
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
+        .config("spark.ui.showConsoleProgress", "false")
+        # Log replay (state reconstruction) in 2 partitions instead of 50: small tables, 2 cores.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         # Tests make tables with VACUUM RETAIN 0 HOURS and without the Hive metastore.
@@ -113,15 +116,21 @@ class Oracle:
 
         return {"spark": self.spark.version, "delta": importlib.metadata.version("delta-spark")}
 
-    def op_sql(self, statement: str, views: dict[str, str] | None = None, result: str | None = None) -> dict[str, Any]:
+    def op_sql(
+        self, statement: str, views: dict[str, str] | None = None, result: str | None = None
+    ) -> dict[str, Any]:
         self._register(views or {})
         return self._write_result(self.spark.sql(statement), result)
 
     def op_read(self, path: str, version: int | None = None, result: str | None = None) -> dict[str, Any]:
         return self._write_result(self._reader(path, version), result)
 
-    def op_changes(self, path: str, start: int, end: int | None = None, result: str | None = None) -> dict[str, Any]:
-        reader = self.spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", start)
+    def op_changes(
+        self, path: str, start: int, end: int | None = None, result: str | None = None
+    ) -> dict[str, Any]:
+        reader = (
+            self.spark.read.format("delta").option("readChangeFeed", "true").option("startingVersion", start)
+        )
         if end is not None:
             reader = reader.option("endingVersion", end)
         return self._write_result(reader.load(path), result)
@@ -167,6 +176,7 @@ def serve(oracle: Oracle, requests: Any, answers: Any) -> None:
             continue
         request = json.loads(line)
         op = request.pop("op")
+        started = time.monotonic()
         try:
             answer: dict[str, Any] = {"ok": True, **getattr(oracle, f"op_{op}")(**request)}
         except Exception as err:  # noqa: BLE001 - every failure goes back to the client
@@ -174,11 +184,17 @@ def serve(oracle: Oracle, requests: Any, answers: Any) -> None:
             answer = {"ok": False, "error": _error(err)}
         answers.write(json.dumps(answer) + "\n")
         answers.flush()
+        print(
+            f"oracle: {op} {'ok' if answer['ok'] else 'failed'} in {time.monotonic() - started:.2f} s",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--jars", required=True, help="folder with delta-spark_2.13-*.jar and delta-storage-*.jar")
+    parser.add_argument(
+        "--jars", required=True, help="folder with delta-spark_2.13-*.jar and delta-storage-*.jar"
+    )
     args = parser.parse_args(argv)
     # Answers go to the original stdout; everything else printed to fd 1 (the JVM's console) goes to stderr.
     answers = os.fdopen(os.dup(1), "w", buffering=1)
