@@ -21,6 +21,7 @@ import contextlib
 import itertools
 import json
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -87,6 +88,10 @@ class Pending:
     def __init__(self, oracle: DeltaSpark, result: Path | None) -> None:
         self._oracle, self._result = oracle, result
         self._answer: dict[str, Any] | None = None
+
+    def done(self) -> bool:
+        """Whether the answer has arrived (without waiting for it)."""
+        return self._answer is not None or self._oracle._answer_waiting()
 
     def result(self) -> pa.Table | dict[str, Any]:
         if self._answer is None:
@@ -166,6 +171,10 @@ class DeltaSpark:
                 f"log {self.log_path}:\n{self.log_tail()}"
             )
         return json.loads(out[0])
+
+    def _answer_waiting(self) -> bool:
+        assert self._process is not None and self._process.stdout is not None
+        return bool(select.select([self._process.stdout], [], [], 0)[0])
 
     def submit(self, op: str, *, result: bool = True, **fields: Any) -> Pending:
         """Send a request without waiting for its answer (at most one outstanding)."""

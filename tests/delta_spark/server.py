@@ -19,10 +19,11 @@ and the message:
 - ``schema``: ``path``, ``version``: the schema delta-spark reads, as Spark's JSON.
 - ``ping``: nothing; answers the versions of Spark and delta-spark.
 
-``oracle_gate(dir)`` is a SQL function (a Python UDF) for orchestrating races: the first call creates
-``dir/started`` and every call waits until ``dir/release`` exists (at most 120 s), then returns true.
-A statement that uses it in a condition holds its transaction open, between reading its snapshot
-and committing, until the test releases it.
+``oracle_gate(dir, column)`` is a SQL function (a Python UDF) for orchestrating races: the first call
+creates ``dir/started`` and every call waits until ``dir/release`` exists (at most 120 s), then returns
+true. A statement that uses it in a condition holds its transaction open, between reading its
+snapshot and committing, until the test releases it. The column (any column of the table the
+condition filters) ties the call to that table's scan: Spark refuses a Python UDF without one there.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 
-def _gate(directory: str) -> bool:
+def _gate(directory: str, _column: Any = None) -> bool:
     gate = Path(directory)
     started = gate / "started"
     if not started.exists():
@@ -92,7 +93,12 @@ class Oracle:
         self.views: set[str] = set()
 
     def _write_result(self, df: Any, result: str | None) -> dict[str, Any]:
-        table = df.toArrow()
+        try:
+            table = df.toArrow()
+        except pa.ArrowInvalid:
+            # Spark marks some command results' fields non-null while they hold nulls (OPTIMIZE's
+            # metrics): small results, so take their rows and let Arrow infer the types.
+            table = pa.Table.from_pylist([row.asDict(recursive=True) for row in df.collect()])
         if result is not None:
             with pa.OSFile(result, "wb") as sink, ipc.new_file(sink, table.schema) as writer:
                 writer.write_table(table)

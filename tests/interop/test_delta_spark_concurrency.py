@@ -6,7 +6,8 @@ Each race is played twice on two copies of one table, once with each implementat
   (its transaction reads version N), delta-spark commits N+1, then the engine commits;
 - **delta-spark loses**: delta-spark's statement is held between reading its snapshot and committing
   by ``oracle_gate`` (a SQL function of the oracle server that blocks until the test releases it;
-  it sits in the statement's condition, which Spark evaluates inside the transaction), the engine
+  it sits in the statement's condition on a column of the table, which Spark evaluates inside the
+  transaction), the engine
   commits N+1, then the gate opens and delta-spark commits.
 
 The loser must raise the same kind of conflict on both (delta-spark's exception class name equals
@@ -16,6 +17,7 @@ delta-spark and the engine read each table identically, and both copies end with
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from typing import TYPE_CHECKING, Any
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from airflow_provider_delta.core.snapshot import Snapshot
-    from tests.delta_spark import DeltaSpark
+    from tests.delta_spark import DeltaSpark, Pending
 
 pytestmark = pytest.mark.interop
 
@@ -96,12 +98,14 @@ def _engine_loses(
     return _outcome(lambda: engine_command(snapshot))
 
 
-def _wait_for(path: Path, oracle: DeltaSpark, timeout: float = 300.0) -> None:
+def _wait_for(path: Path, pending: Pending, timeout: float = 300.0) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
+        if pending.done():
+            pending.result()  # raises delta-spark's error
+            raise AssertionError(f"delta-spark finished without reaching the gate {path}")
         if time.monotonic() > deadline:
-            (path.parent / "release").touch()
-            raise AssertionError(f"delta-spark never reached the gate {path}:\n{oracle.log_tail()}")
+            raise AssertionError(f"delta-spark never reached the gate {path} within {timeout:.0f} s")
         time.sleep(0.05)
 
 
@@ -114,15 +118,17 @@ def _spark_loses(
 ) -> str:
     gate.mkdir()
     before = DeltaTable.latest_version(location)
-    pending = oracle.submit_sql(
-        spark_statement.format(t=f"delta.`{location}`", gate=f"oracle_gate('{gate}')")
-    )
+    pending = oracle.submit_sql(spark_statement.format(t=f"delta.`{location}`", gate=f"'{gate}'"))
     try:
-        _wait_for(gate / "started", oracle)
+        _wait_for(gate / "started", pending)
         assert DeltaTable.latest_version(location) == before, "delta-spark committed before the gate"
         engine_wins(DeltaTable(location))
-    finally:
+    except BaseException:
         (gate / "release").touch()
+        with contextlib.suppress(Exception):
+            pending.result()  # the oracle takes the next request only once this one is answered
+        raise
+    (gate / "release").touch()
     return _outcome(pending.result)
 
 
@@ -140,7 +146,8 @@ def test_concurrent_blind_appends_both_commit_and_nothing_is_lost(
     engine = _engine_loses(engine_loses, spark_append, lambda s: append(s, _rows([6], "a")), delta_spark)
     spark = _spark_loses(
         spark_loses,
-        "INSERT INTO {t} SELECT * FROM VALUES (5, 'a', 50), (15, 'b', 150) AS s(id, p, v) WHERE {gate}",
+        "INSERT INTO {t} SELECT * FROM VALUES (5, 'a', 50), (15, 'b', 150) AS s(id, p, v) "
+        "WHERE oracle_gate({gate}, s.id)",
         lambda t: t.append(_rows([6], "a")),
         delta_spark,
         tmp_path / "gate",
@@ -183,7 +190,7 @@ def test_delete_racing_an_append_conflicts_alike_on_both(
     )
     spark = _spark_loses(
         spark_loses,
-        "DELETE FROM {t} WHERE p = 'a' AND v >= 20 AND {gate}",
+        "DELETE FROM {t} WHERE p = 'a' AND v >= 20 AND oracle_gate({gate}, v)",
         lambda t: t.append(_rows([7], partition)),
         delta_spark,
         tmp_path / "gate",
@@ -203,7 +210,7 @@ def test_merge_racing_an_optimize_loses_alike_on_both(tmp_path: Path, delta_spar
     engine = _engine_loses(engine_loses, "OPTIMIZE {t}", _engine_merge, delta_spark)
     spark = _spark_loses(
         spark_loses,
-        f"MERGE INTO {{t}} t USING ({SPARK_SOURCE}) s ON t.id = s.id AND {{gate}} "
+        f"MERGE INTO {{t}} t USING ({SPARK_SOURCE}) s ON t.id = s.id AND oracle_gate({{gate}}, t.id) "
         "WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *",
         lambda t: t.optimize(),
         delta_spark,
@@ -225,7 +232,7 @@ def test_optimize_racing_a_merge_loses_alike_on_both(tmp_path: Path, delta_spark
     )
     spark = _spark_loses(
         spark_loses,
-        "OPTIMIZE {t} WHERE {gate}",
+        "OPTIMIZE {t} WHERE oracle_gate({gate}, p)",
         lambda t: _engine_merge(t.snapshot),
         delta_spark,
         tmp_path / "gate",
