@@ -132,6 +132,16 @@ def _spark_loses(
     return _outcome(pending.result)
 
 
+class ConflictKindMismatch(AssertionError):
+    """The engine and delta-spark lost the same race with different conflicts (a finding)."""
+
+
+def _assert_same_outcome(engine: str, spark: str, expected: str) -> None:
+    assert spark == expected, f"delta-spark: {spark}, Delta's rule: {expected}"
+    if engine != spark:
+        raise ConflictKindMismatch(f"the engine: {engine}, delta-spark: {spark}")
+
+
 def _assert_same_end(oracle: DeltaSpark, engine_loses: str, spark_loses: str) -> None:
     first = assert_delta_spark_reads_identically(oracle, engine_loses)
     second = assert_delta_spark_reads_identically(oracle, spark_loses)
@@ -152,7 +162,7 @@ def test_concurrent_blind_appends_both_commit_and_nothing_is_lost(
         delta_spark,
         tmp_path / "gate",
     )
-    assert (engine, spark) == ("committed", "committed")
+    _assert_same_outcome(engine, spark, "committed")
     _assert_same_end(delta_spark, engine_loses, spark_loses)
     assert sorted(DeltaTable(spark_loses).to_arrow()["id"].to_pylist()) == [
         1,
@@ -195,7 +205,7 @@ def test_delete_racing_an_append_conflicts_alike_on_both(
         delta_spark,
         tmp_path / "gate",
     )
-    assert engine == spark == expected
+    _assert_same_outcome(engine, spark, expected)
     _assert_same_end(delta_spark, engine_loses, spark_loses)
 
 
@@ -205,6 +215,13 @@ def _engine_merge(snapshot: Snapshot) -> Any:
     return builder.when_matched_update_all().when_not_matched_insert_all().execute()
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=ConflictKindMismatch,
+    reason="finding: a MERGE losing to an OPTIMIZE raises ConcurrentDeleteReadException in the engine but "
+    "ConcurrentAppendException in delta-spark: the engine's conflict checker ignores the winner's adds with "
+    "dataChange=false, Delta's counts every add of a commit that is not a blind append",
+)
 def test_merge_racing_an_optimize_loses_alike_on_both(tmp_path: Path, delta_spark: DeltaSpark) -> None:
     engine_loses, spark_loses = _copies(tmp_path, "WriteSerializable")
     engine = _engine_loses(engine_loses, "OPTIMIZE {t}", _engine_merge, delta_spark)
@@ -216,8 +233,9 @@ def test_merge_racing_an_optimize_loses_alike_on_both(tmp_path: Path, delta_spar
         delta_spark,
         tmp_path / "gate",
     )
-    # Delta: OPTIMIZE removed files the MERGE read.
-    assert engine == spark == "ConcurrentDeleteReadException"
+    # Delta: the winner is not a blind append, so the files it added count as new data in the
+    # partitions the MERGE read (ConflictChecker's appends check comes before its deletes check).
+    _assert_same_outcome(engine, spark, "ConcurrentAppendException")
     _assert_same_end(delta_spark, engine_loses, spark_loses)
 
 
@@ -237,6 +255,7 @@ def test_optimize_racing_a_merge_loses_alike_on_both(tmp_path: Path, delta_spark
         delta_spark,
         tmp_path / "gate",
     )
-    # Delta: the MERGE removed a file the OPTIMIZE read (and would remove).
-    assert engine == spark == "ConcurrentDeleteReadException"
+    # Delta: OPTIMIZE changes no data, so it runs at SnapshotIsolation (no appends check); the MERGE
+    # removed a file the OPTIMIZE read.
+    _assert_same_outcome(engine, spark, "ConcurrentDeleteReadException")
     _assert_same_end(delta_spark, engine_loses, spark_loses)
