@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from tests.s3_server import _parent_death_signal
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Mapping
+    from collections.abc import Iterator, Mapping, Sequence
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SERVER = Path(__file__).with_name("server.py")
@@ -102,8 +102,13 @@ class Pending:
 class DeltaSpark:
     """The oracle server: one SparkSession with delta-spark, driven through JSON lines."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(
+        self, workdir: Path, *, extra_jars: Sequence[Path] = (), conf: Mapping[str, str] | None = None
+    ) -> None:
+        """``extra_jars``: more folders of jars (e.g. ``.cache/jars/s3a``); ``conf``: more Spark settings."""
         self.workdir = workdir
+        self.extra_jars = list(extra_jars)
+        self.conf = dict(conf or {})
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.log_path = workdir / "server.log"
         self._ids = itertools.count()
@@ -119,7 +124,12 @@ class DeltaSpark:
         for name in ("PYTHONPATH", "SPARK_HOME", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV"):
             env.pop(name, None)
         self._process = subprocess.Popen(
-            [str(oracle_python()), str(SERVER), "--jars", str(oracle_jars())],
+            [
+                str(oracle_python()),
+                str(SERVER),
+                *(arg for folder in [oracle_jars(), *self.extra_jars] for arg in ("--jars", str(folder))),
+                *(arg for item in self.conf.items() for arg in ("--conf", "=".join(item))),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log,
@@ -248,9 +258,15 @@ class DeltaSpark:
         return self.sql(f"DESCRIBE DETAIL delta.`{path}`").to_pylist()[0]  # type: ignore[no-any-return]
 
 
-def start_oracle(workdir: Path) -> Iterator[DeltaSpark]:
-    """Start the server for a session; stop it (and its JVM) at the end."""
-    oracle = DeltaSpark(workdir).start()
+def start_oracle(
+    workdir: Path, *, extra_jars: Sequence[Path] = (), conf: Mapping[str, str] | None = None
+) -> Iterator[DeltaSpark]:
+    """Start the server for a session; stop it (and its JVM) at the end.
+
+    A second oracle with other jars or settings (s3a: ``extra_jars=[REPO_ROOT / ".cache/jars/s3a"]``
+    and ``conf={"spark.hadoop.fs.s3a.endpoint": ...}``) is another session fixture built on this.
+    """
+    oracle = DeltaSpark(workdir, extra_jars=extra_jars, conf=conf).start()
     try:
         jar_versions = {
             p.name.rsplit("-", 1)[-1].removesuffix(".jar") for p in oracle_jars().glob("delta-*.jar")

@@ -55,7 +55,7 @@ def _gate(directory: str, _column: Any = None) -> bool:
     return True
 
 
-def session(jars: list[str]) -> Any:
+def session(jars: list[str], conf: dict[str, str]) -> Any:
     from pyspark.sql import SparkSession
 
     builder = (
@@ -79,6 +79,8 @@ def session(jars: list[str]) -> Any:
         .config("spark.sql.catalogImplementation", "in-memory")
         .config("spark.sql.warehouse.dir", str(Path.cwd() / "spark-warehouse"))
     )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     spark.udf.register("oracle_gate", _gate, "boolean")
@@ -206,11 +208,11 @@ def main(argv: list[str] | None = None) -> int:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-    jars = sorted(glob.glob(os.path.join(args.jars, "*.jar")))
+    jars = [jar for folder in args.jars for jar in sorted(glob.glob(os.path.join(folder, "*.jar")))]
     if not jars:
         answers.write(json.dumps({"ok": False, "error": {"message": f"no jars in {args.jars}"}}) + "\n")
         return 2
-    oracle = Oracle(session(jars))
+    oracle = Oracle(session(jars, dict(item.split("=", 1) for item in args.conf)))
     answers.write(json.dumps({"ok": True, "ready": True, **oracle.op_ping()}) + "\n")
     answers.flush()
     serve(oracle, sys.stdin, answers)
