@@ -201,8 +201,12 @@ def serve(oracle: Oracle, requests: Any, answers: Any) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--jars", required=True, help="folder with delta-spark_2.13-*.jar and delta-storage-*.jar"
+        "--jars",
+        action="append",
+        required=True,
+        help="a folder of jars for spark.jars (delta-spark's; repeatable)",
     )
+    parser.add_argument("--conf", action="append", default=[], help="a Spark setting KEY=VALUE (repeatable)")
     args = parser.parse_args(argv)
     # Answers go to the original stdout; everything else printed to fd 1 (the JVM's console) goes to stderr.
     answers = os.fdopen(os.dup(1), "w", buffering=1)
