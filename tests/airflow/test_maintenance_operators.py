@@ -104,23 +104,12 @@ def test_operators_submit_their_job_with_the_options_and_no_idempotency_key() ->
     )
 
     vacuum = DeltaVacuumOperator(task_id="v", table="/data/t", retention_hours=200, lite=True)
-    assert (vacuum.job, vacuum.job_options) == (
-        "vacuum",
-        {
-            "retention_hours": 200,
-            "dry_run": False,
-            "lite": True,
-            "enforce_retention_duration": True,
-            "max_files_in_result": 1000,
-        },
-    )
-    optimize = DeltaOptimizeOperator(
-        task_id="o", table="/data/t", zorder_by=("a", "b"), target_file_size=1 << 20
-    )
-    assert (optimize.job, optimize.job_options) == (
-        "optimize",
-        {"target_file_size": 1 << 20, "zorder_by": ["a", "b"]},
-    )
+    assert (vacuum.job, vacuum.job_options) == ("vacuum", {
+        "retention_hours": 200, "dry_run": False, "lite": True, "enforce_retention_duration": True,
+        "max_files_in_result": 1000,
+    })
+    optimize = DeltaOptimizeOperator(task_id="o", table="/data/t", zorder_by=("a", "b"), target_file_size=1 << 20)
+    assert (optimize.job, optimize.job_options) == ("optimize", {"target_file_size": 1 << 20, "zorder_by": ["a", "b"]})
     reorg = DeltaReorgOperator(task_id="r", table="/data/t", where="d = '{{ ds }}'")
     assert (reorg.job, reorg.job_options) == ("reorg", {"where": "d = '{{ ds }}'"})
     assert not any(op.definition.app_transaction for op in (vacuum, optimize, reorg))
@@ -140,8 +129,7 @@ def test_a_list_of_tables_is_vacuumed_in_one_job_and_a_missing_table_hides_no_ot
     assert ti.state == "failed"  # one table of three is missing
     result = xcom_value(tables_dag.dag_id, run.run_id, "vacuum_tables", key="delta_job_result")
     assert [(t["table"], t["status"]) for t in result["tables"]] == [
-        (str(tmp_path / "a" / "t"), "success"),
-        (str(tmp_path / "missing"), "error"),
+        (str(tmp_path / "a" / "t"), "success"), (str(tmp_path / "missing"), "error"),
         (str(tmp_path / "b" / "t"), "success"),
     ]
     for name in ("a", "b"):

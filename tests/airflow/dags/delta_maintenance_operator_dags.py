@@ -35,19 +35,11 @@ with DAG(
         )
         >> DeltaReorgOperator(task_id="reorg", table=table, engine="local")
         >> DeltaVacuumOperator(
-            task_id="vacuum_dry_run",
-            table=table,
-            retention_hours=0,
-            enforce_retention_duration=False,
-            dry_run=True,
-            max_files_in_xcom=3,
-            engine="local",
+            task_id="vacuum_dry_run", table=table, retention_hours=0, enforce_retention_duration=False,
+            dry_run=True, max_files_in_xcom=3, engine="local",
         )
         >> DeltaVacuumOperator(
-            task_id="vacuum",
-            table=table,
-            retention_hours="{{ 0 }}",
-            enforce_retention_duration=False,
+            task_id="vacuum", table=table, retention_hours="{{ 0 }}", enforce_retention_duration=False,
             engine="local",
         )
     )
@@ -58,9 +50,7 @@ with DAG(
     start_date=datetime(2026, 1, 1),
     params={"root": "/nonexistent"},
 ) as bad_input_dag:
-    DeltaVacuumOperator(
-        task_id="vacuum_too_short", table="{{ params.root }}/t", retention_hours=1, engine="local"
-    )
+    DeltaVacuumOperator(task_id="vacuum_too_short", table="{{ params.root }}/t", retention_hours=1, engine="local")
     DeltaOptimizeOperator(
         task_id="optimize_data_column", table="{{ params.root }}/t", where="id > 3", engine="local"
     )
@@ -72,9 +62,6 @@ with DAG(
     params={"root": "/nonexistent"},
 ) as tables_dag:
     DeltaVacuumOperator(
-        task_id="vacuum_tables",
-        engine="local",
-        retention_hours=0,
-        enforce_retention_duration=False,
+        task_id="vacuum_tables", engine="local", retention_hours=0, enforce_retention_duration=False,
         tables=["{{ params.root }}/a/t", "{{ params.root }}/missing", "{{ params.root }}/b/t"],
     )

@@ -54,9 +54,7 @@ def test_unknown_mistyped_or_inconsistent_options_are_refused(job: str, options:
 
 def test_defaults_come_from_the_declaration_and_int_refuses_bool() -> None:
     assert job_definition("checkpoint").validate({}) == {"cleanup_log": True, "skip_missing": False}
-    count = JobDefinition(
-        name="x", summary="x", options=(Option("n", int, 3, "n"), Option("f", float, 1.5, "f"))
-    )
+    count = JobDefinition(name="x", summary="x", options=(Option("n", int, 3, "n"), Option("f", float, 1.5, "f")))
     assert count.validate({"f": 2}) == {"n": 3, "f": 2}
     with pytest.raises(JobSpecError, match="option 'n' must be int, found True"):
         count.validate({"n": True})
@@ -64,9 +62,7 @@ def test_defaults_come_from_the_declaration_and_int_refuses_bool() -> None:
 
 def test_templates_and_xcom_args_are_checked_only_after_rendering() -> None:
     write = job_definition("write")
-    partial = write.validate(
-        {"rows": "{{ ti.xcom_pull('rows') }}", "mode": "{{ params.mode }}"}, partial=True
-    )
+    partial = write.validate({"rows": "{{ ti.xcom_pull('rows') }}", "mode": "{{ params.mode }}"}, partial=True)
     assert partial["mode"] == "{{ params.mode }}"
     with pytest.raises(JobSpecError, match="unknown option 'mdoe'"):
         write.validate({"rows": "{{ x }}", "mdoe": "append"}, partial=True)

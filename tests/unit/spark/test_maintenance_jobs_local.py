@@ -23,12 +23,7 @@ def run_local(spec: JobSpec, tmp_path: Path) -> tuple[int, JobResult]:
 
 def test_vacuum_job_dry_run_caps_the_file_list_and_commits_nothing(tmp_path: Path) -> None:
     live, expired = expired_files_table(tmp_path / "t", 40)
-    options = {
-        "retention_hours": 0,
-        "enforce_retention_duration": False,
-        "dry_run": True,
-        "max_files_in_result": 5,
-    }
+    options = {"retention_hours": 0, "enforce_retention_duration": False, "dry_run": True, "max_files_in_result": 5}
     code, result = run_local(JobSpec(job="vacuum", table=str(tmp_path / "t"), options=options), tmp_path)
     assert code == 0, result.error
     assert result.committed is False and result.version == 2
@@ -40,9 +35,8 @@ def test_vacuum_job_dry_run_caps_the_file_list_and_commits_nothing(tmp_path: Pat
 
 def test_vacuum_job_deletes_and_records_start_and_end(tmp_path: Path) -> None:
     live, _ = expired_files_table(tmp_path / "t", 40)
-    code, result = run_local(
-        JobSpec(job="vacuum", table=str(tmp_path / "t"), options={"retention_hours": 168}), tmp_path
-    )
+    code, result = run_local(JobSpec(job="vacuum", table=str(tmp_path / "t"),
+                                     options={"retention_hours": 168}), tmp_path)
     assert code == 0, result.error
     assert result.committed is True and result.version == 4
     assert result.metrics["metrics"]["numDeletedFiles"] == 20
@@ -56,12 +50,7 @@ def test_vacuum_job_deletes_and_records_start_and_end(tmp_path: Path) -> None:
     [
         ("vacuum", {"retention_hours": 1}, "RetentionPeriodError", "DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"),
         ("vacuum", {"retention_hours": "1"}, "JobSpecError", "must be int or float"),
-        (
-            "vacuum",
-            {"retention_hours": True},
-            "JobSpecError",
-            "'retention_hours' must be int or float, found True",
-        ),
+        ("vacuum", {"retention_hours": True}, "JobSpecError", "'retention_hours' must be int or float, found True"),
         ("optimize", {"where": "id > 1"}, "PredicateError", "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
         ("optimize", {"zorder_by": ["p"]}, "SchemaError", "DELTA_ZORDERING_ON_PARTITION_COLUMN"),
         ("optimize", {"zorder_by": [1]}, "JobSpecError", "must list column names"),
@@ -90,9 +79,7 @@ def test_a_partition_folder_is_refused_in_deltas_words(tmp_path: Path, job: str)
 
 def test_optimize_job_compacts_and_a_second_run_commits_nothing(tmp_path: Path) -> None:
     t = small_files_table(tmp_path / "t", appends=4)
-    code, result = run_local(
-        JobSpec(job="optimize", table=t.location, options={"zorder_by": "x,id"}), tmp_path
-    )
+    code, result = run_local(JobSpec(job="optimize", table=t.location, options={"zorder_by": "x,id"}), tmp_path)
     assert code == 0, result.error
     assert result.committed and result.version == 5 and result.metrics["numRemovedFiles"] == 8
     assert result.metrics["zOrderBy"] == ["x", "id"]
@@ -114,12 +101,8 @@ def test_optimize_job_retries_after_a_concurrent_delete_and_plans_again(tmp_path
     t = small_files_table(tmp_path / "t", appends=4)
     writer = ConcurrentWriter(Path(t.location), tmp_path, lambda table: table.delete("id = 0"))
     writer.start()
-    spec = JobSpec(
-        job="optimize",
-        table=t.location,
-        test_hooks=barrier_hooks(tmp_path),
-        conflict_policy={"base_backoff": 0, "jitter": 0},
-    )
+    spec = JobSpec(job="optimize", table=t.location, test_hooks=barrier_hooks(tmp_path),
+                   conflict_policy={"base_backoff": 0, "jitter": 0})
     code, result = run_local(spec, tmp_path)
     assert writer.join_checked() == t.version + 1
     assert code == 0, result.error
@@ -132,12 +115,8 @@ def test_optimize_job_conflict_fails_when_the_policy_says_so(tmp_path: Path) -> 
     t = small_files_table(tmp_path / "t", appends=4)
     writer = ConcurrentWriter(Path(t.location), tmp_path, lambda table: table.delete("id = 0"))
     writer.start()
-    spec = JobSpec(
-        job="optimize",
-        table=t.location,
-        test_hooks=barrier_hooks(tmp_path),
-        conflict_policy={"overrides": {"ConcurrentDeleteReadException": "fail"}},
-    )
+    spec = JobSpec(job="optimize", table=t.location, test_hooks=barrier_hooks(tmp_path),
+                   conflict_policy={"overrides": {"ConcurrentDeleteReadException": "fail"}})
     code, result = run_local(spec, tmp_path)
     writer.join_checked()
     assert code == 2 and result.error is not None
@@ -149,13 +128,9 @@ def test_optimize_job_ignores_a_concurrent_blind_append(tmp_path: Path) -> None:
     t = small_files_table(tmp_path / "t", appends=4, properties={"delta.isolationLevel": "Serializable"})
     from tests.maintenance_tables import batch
 
-    writer = ConcurrentWriter(
-        Path(t.location), tmp_path, lambda table: table.append(batch(range(900, 905), "a"))
-    )
+    writer = ConcurrentWriter(Path(t.location), tmp_path, lambda table: table.append(batch(range(900, 905), "a")))
     writer.start()
-    code, result = run_local(
-        JobSpec(job="optimize", table=t.location, test_hooks=barrier_hooks(tmp_path)), tmp_path
-    )
+    code, result = run_local(JobSpec(job="optimize", table=t.location, test_hooks=barrier_hooks(tmp_path)), tmp_path)
     writer.join_checked()
     assert code == 0 and result.attempts == 1 and result.version == t.version + 2
     assert_delta_rs_reads_identically(t.location)
