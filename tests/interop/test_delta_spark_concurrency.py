@@ -215,13 +215,6 @@ def _engine_merge(snapshot: Snapshot) -> Any:
     return builder.when_matched_update_all().when_not_matched_insert_all().execute()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConflictKindMismatch,
-    reason="finding: a MERGE losing to an OPTIMIZE raises ConcurrentDeleteReadException in the engine but "
-    "ConcurrentAppendException in delta-spark: the engine's conflict checker ignores the winner's adds with "
-    "dataChange=false, Delta's counts every add of a commit that is not a blind append",
-)
 def test_merge_racing_an_optimize_loses_alike_on_both(tmp_path: Path, delta_spark: DeltaSpark) -> None:
     engine_loses, spark_loses = _copies(tmp_path, "WriteSerializable")
     engine = _engine_loses(engine_loses, "OPTIMIZE {t}", _engine_merge, delta_spark)

@@ -52,7 +52,9 @@ class WinningCommit:
     is_blind_append: bool = False
     protocol: dict[str, Any] | None = None
     metadata_changed: bool = False
-    added: list[dict[str, Any]] = field(default_factory=list)  # add actions with dataChange=true
+    # Every add action, dataChange=false ones (OPTIMIZE, REORG) included: Delta's WinningCommitSummary
+    # counts all of a commit's added files unless the commit is a blind append (changedDataAddedFiles).
+    added: list[dict[str, Any]] = field(default_factory=list)
     removed: list[dict[str, Any]] = field(default_factory=list)
     app_ids: set[str] = field(default_factory=set)
     domains: set[str] = field(default_factory=set)
@@ -64,8 +66,7 @@ class WinningCommit:
         info: CommitInfo | None = None
         for action in actions:
             if (add := action.get("add")) is not None:
-                if add.get("dataChange", True):
-                    w.added.append(add)
+                w.added.append(add)
             elif (remove := action.get("remove")) is not None:
                 w.removed.append(remove)
             elif action.get("metaData") is not None:
