@@ -15,12 +15,14 @@ Example:
 from __future__ import annotations
 
 import zoneinfo
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_delta.core.schema import text_format
 from airflow_provider_delta.exceptions import CastError
 
 if TYPE_CHECKING:
@@ -174,8 +176,6 @@ def _plain_decimal_text(text: pa.Array) -> pa.Array:
         return text
     rows = np.flatnonzero(np.asarray(has_exp.to_numpy(zero_copy_only=False), dtype=bool))
     out = text.to_pylist()
-    from decimal import Decimal
-
     for i in rows:  # only rows written with an exponent: Python's Decimal rewrites them without one
         out[i] = format(Decimal(out[i]), "f")
     return pa.array(out, pa.string())
@@ -303,6 +303,4 @@ def _region_offsets(local: np.ndarray, tz: zoneinfo.ZoneInfo) -> np.ndarray:
 
 def to_text(arr: pa.Array, source: DataType, path: str) -> pa.Array:
     """Values written as Spark's ``CAST(... AS STRING)`` writes them."""
-    from airflow_provider_delta.core.schema import text_format
-
     return text_format.format_values(arr, source, path)
