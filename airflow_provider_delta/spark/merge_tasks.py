@@ -85,19 +85,22 @@ def value_column(clause: int, assignment: int) -> str:
 
 @dataclass(frozen=True)
 class TaskClause:
-    """What a task needs of a clause: kind, action, label (for errors), the paths it assigns and the
-    joined rows' columns holding the values (one per path)."""
+    """What a task needs of a clause: kind, action, label (for errors), the paths it assigns, the
+    joined rows' columns holding the values (one per path) and whether each keeps the target's values of
+    struct fields its value lacks (``UPDATE SET *`` with schema evolution)."""
 
     kind: str
     action: str
     label: str
     paths: tuple[tuple[str, ...], ...]
     columns: tuple[str, ...]
+    preserve: tuple[bool, ...] = ()
 
     @classmethod
     def of(cls, clause: PlannedClause, columns: tuple[str, ...]) -> TaskClause:
         """The task's view of a planned clause whose values are in ``columns``."""
-        return cls(clause.kind, clause.action, clause.label, tuple(a.path for a in clause.assignments), columns)
+        return cls(clause.kind, clause.action, clause.label, tuple(a.path for a in clause.assignments), columns,
+                   tuple(a.preserve for a in clause.assignments))
 
 
 @dataclass(frozen=True)
@@ -235,9 +238,9 @@ class MergeGroupTask:
         """``base`` with clause ``clause``'s values (taken at ``rows`` of ``table``) assigned."""
         spec = self.clauses[clause]
         index = pa.array(rows)
-        for path, column in zip(spec.paths, spec.columns, strict=True):
+        for path, column, preserve in zip(spec.paths, spec.columns, spec.preserve, strict=True):
             values = table.column(column).take(index)
-            base = assign_values(base, path, values, self.target.schema, spec.label)
+            base = assign_values(base, path, values, self.target.schema, spec.label, preserve=preserve)
         return base
 
     def _after_write(self, added: Sequence[AddFile], cdc: Sequence[AddCDCFile]) -> None:

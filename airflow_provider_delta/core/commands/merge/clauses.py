@@ -23,8 +23,8 @@ import pyarrow.compute as pc
 
 from airflow_provider_delta.core.commands.merge.job import CLAUSE_COUNTERS
 from airflow_provider_delta.core.commands.merge.plan import field_at
+from airflow_provider_delta.core.commands.merge.store import store_value
 from airflow_provider_delta.core.expressions import Column, evaluate
-from airflow_provider_delta.core.schema.conform import conform_array
 from airflow_provider_delta.core.write.changes import tag_changes
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, SchemaMismatchError
 
@@ -107,21 +107,25 @@ def choose(scope: Scope, clauses: Sequence[PlannedClause]) -> np.ndarray:
 
 
 def _conform(
-    values: pa.Array | pa.ChunkedArray, schema: StructType, path: Sequence[str], where: str
+    values: pa.Array | pa.ChunkedArray,
+    schema: StructType,
+    path: Sequence[str],
+    where: str,
+    original: pa.ChunkedArray | None = None,
 ) -> pa.ChunkedArray:
+    """The values stored into the field at ``path`` as Delta stores them (:mod:`.store`)."""
     f = field_at(schema, path)
-    if isinstance(values, pa.Array):
-        values = pa.chunked_array([values])
+    chunk = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    before = original.combine_chunks() if original is not None else None
     try:
-        out = conform_array(values, f.type, mode="none")
+        out = store_value(chunk, f.type, original=before)
     except SchemaMismatchError as err:
         raise MergeError(
             f"Cannot assign a value to column {'.'.join(path)!r} in {where}: {err}",
             clause=where,
             column=".".join(path),
         ) from err
-    assert isinstance(out, pa.ChunkedArray)
-    return out
+    return pa.chunked_array([out], type=out.type)
 
 
 def _set_nested(struct: pa.ChunkedArray, names: Sequence[str], value: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -139,16 +143,25 @@ def _set_nested(struct: pa.ChunkedArray, names: Sequence[str], value: pa.Chunked
 
 
 def assign_values(
-    base: pa.Table, path: Sequence[str], values: pa.Array | pa.ChunkedArray, schema: StructType, where: str
+    base: pa.Table,
+    path: Sequence[str],
+    values: pa.Array | pa.ChunkedArray,
+    schema: StructType,
+    where: str,
+    *,
+    preserve: bool = False,
 ) -> pa.Table:
     """``base`` (rows in the evolved ``schema``) with the column or nested field at ``path`` set to
-    ``values``, cast to its type as Spark's store assignment does (the Spark executor's tasks too).
+    ``values``, stored as Delta stores them (:mod:`.store`; the Spark executor's tasks too).
+
+    ``preserve``: ``UPDATE SET *`` with schema evolution; struct fields the value lacks keep ``base``'s.
 
     Raises:
         MergeError: a value does not fit the column (naming ``where`` and the column).
     """
-    value = _conform(values, schema, path, where)
     index = base.schema.get_field_index(path[0])
+    original = base.column(index) if preserve and len(path) == 1 else None
+    value = _conform(values, schema, path, where, original)
     column = value if len(path) == 1 else _set_nested(base.column(index), path[1:], value)
     return base.set_column(index, base.schema.field(index), column)
 
@@ -156,7 +169,7 @@ def assign_values(
 def apply_assignments(scope: Scope, base: pa.Table, clause: PlannedClause, schema: StructType) -> pa.Table:
     """``base`` (rows in the evolved schema) with the clause's assignments applied."""
     for a in clause.assignments:
-        base = assign_values(base, a.path, scope.value(a.value), schema, clause.label)
+        base = assign_values(base, a.path, scope.value(a.value), schema, clause.label, preserve=a.preserve)
     return base
 
 

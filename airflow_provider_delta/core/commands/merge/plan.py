@@ -42,6 +42,7 @@ from airflow_provider_delta.core.commands.merge.source import (
     as_merge_source,
 )
 from airflow_provider_delta.core.commands.merge.source import source_key_column as source_key_column
+from airflow_provider_delta.core.commands.merge.store import missing_fields
 from airflow_provider_delta.core.expressions import (
     And,
     Column,
@@ -96,6 +97,7 @@ class Assignment:
     path: tuple[str, ...]
     value: Expr
     sql: str
+    preserve: bool = False  # fields of a struct value lacks keep the target row's values (UPDATE SET *)
 
 
 @dataclass(frozen=True)
@@ -495,38 +497,48 @@ class _Planner:
         return out
 
     # -- schema evolution
-    def evolve(self, raw: list[tuple[str, list[_Raw]]]) -> StructType:
+    def evolve(self, raw: list[tuple[MergeClause, str, list[_Raw]]]) -> StructType:
+        """The schema after evolution: Delta's ``ResolveDeltaMergeInto.computePostEvolutionTargetSchema``
+        (delta-spark 4.4.0) merges into the target every source field an UPDATE or INSERT assignment
+        names as its *target* (whatever value it assigns), with the source field's name and type."""
         incoming = StructType(())
-        for where, assignments in raw:
-            for path, _expr, direct, sql in assignments:
-                exists = _find_path(self.target, path) is not None
-                same_name = direct is not None and [p.lower() for p in direct] == [p.lower() for p in path]
-                if not exists and not self.evolution:
-                    raise MergeError(
-                        f"Cannot resolve column {'.'.join(path)!r} in {where}: no such column in the target table "
-                        f"(columns: {', '.join(self.target.names)}). Help: enable schema evolution to add it",
-                        clause=where,
-                        column=".".join(path),
-                    )
-                if not exists and not same_name:
-                    raise SchemaEvolutionError(
-                        f"Cannot add column {'.'.join(path)!r} in {where}: schema evolution only adds columns "
-                        f"assigned directly from the source column of the same name, found {sql!r}. "
-                        f"Help: assign {self.sa}.{'.'.join(path)}, or add the column first"
-                    )
-                if self.evolution and same_name and direct is not None:
-                    src_path = _find_path(self.source, direct)
-                    if src_path is None:
-                        continue  # bind reports the unknown source column
-                    leaf = _field_at(self.source, src_path)
-                    target_prefix = _find_path(self.target, path[:-1]) or path[:-1]
-                    named = StructField(path[-1], as_nullable(leaf.type), True, leaf.metadata)
-                    incoming = self.merge(
-                        incoming, _wrap((*target_prefix, path[-1]), named), where, merge_schemas
-                    )
+        for clause, where, assignments in raw:
+            for path, _expr, _direct, _sql in assignments:
+                self.refuse_unknown_target(clause, where, path)
+                src_path = _find_path(self.source, path) if self.evolution else None
+                if src_path is None or clause.kind == "not_matched_by_source":
+                    continue
+                leaf = _field_at(self.source, src_path)
+                named = StructField(leaf.name, as_nullable(leaf.type), True, leaf.metadata)
+                incoming = self.merge(incoming, _wrap(src_path, named), where, merge_schemas)
         if not len(incoming):
             return self.target
         return self.merge(self.target, incoming, "schema evolution", merge_schemas, whole=True)
+
+    def refuse_unknown_target(self, clause: MergeClause, where: str, path: tuple[str, ...]) -> None:
+        """Refuse an assignment to a column the target lacks and schema evolution cannot add: evolution
+        is off, the source has no column of that name, or the clause is NOT MATCHED BY SOURCE (it sees
+        only the target)."""
+        if _find_path(self.target, path) is not None:
+            return
+        name = ".".join(path)
+        if not self.evolution:
+            help_ = "enable schema evolution to add it (the source must have a column of that name)"
+        elif clause.kind == "not_matched_by_source":
+            help_ = "a NOT MATCHED BY SOURCE clause sees only the target; add the column first"
+        elif _find_path(self.source, path) is None:
+            help_ = (
+                f"schema evolution adds only columns the source has ({self.sa}.{name} does not exist); "
+                "add the column first"
+            )
+        else:
+            return
+        raise MergeError(
+            f"Cannot resolve column {name!r} in {where}: no such column in the target table "
+            f"(columns: {', '.join(self.target.names)}). Help: {help_}",
+            clause=where,
+            column=name,
+        )
 
     def merge(
         self,
@@ -593,14 +605,24 @@ class _Planner:
                         column=".".join(canonical),
                     ) from err
                 value_type = _type_of(bound)
-            reason = _assignable(value_type, _field_at(schema, canonical).type, ".".join(canonical))
+            column_type = _field_at(schema, canonical).type
+            reason = _assignable(value_type, column_type, ".".join(canonical))
+            missing = None if self.evolution or value_type is None else missing_fields(
+                value_type, column_type, ".".join(canonical))
+            if missing and not reason:  # Delta's by-name cast without evolution: the structs must have the same fields
+                reason = (f"the value has no field {missing!r} (without schema evolution a struct value must "
+                          "have every field of the column's struct). Help: enable schema evolution (the "
+                          "missing fields are then NULL), or assign the fields one by one")
             if reason:
                 raise MergeError(
                     f"Cannot assign {sql!r} to column {'.'.join(canonical)!r} in {where}: {reason}",
                     clause=where,
                     column=".".join(canonical),
                 )
-            out.append(Assignment(canonical, bound, sql))
+            # UPDATE SET * with evolution keeps the target's values of struct fields the source lacks
+            # (Delta's TargetOnlyStructFieldBehavior.PRESERVE); explicit assignments and inserts do not.
+            preserve = self.evolution and c.is_star and c.action == "update"
+            out.append(Assignment(canonical, bound, sql, preserve))
         return PlannedClause(c.kind, c.action, where, condition, tuple(out), c.condition)
 
     # -- the join condition
@@ -777,9 +799,9 @@ def plan_merge(snapshot: Snapshot, spec: MergeSpec, source: MergeSource | pa.Tab
     planner = _Planner(snapshot, spec, as_merge_source(source))
     planner.check_clauses()
     keys, target_filter, source_filter, residual = planner.split_condition()
-    raw = [(c.label(i), planner.raw_assignments(c, c.label(i))) for i, c in enumerate(spec.clauses)]
+    raw = [(c, c.label(i), planner.raw_assignments(c, c.label(i))) for i, c in enumerate(spec.clauses)]
     schema = planner.evolve(raw)
-    planned = [planner.resolve(c, i, raw[i][1], schema) for i, c in enumerate(spec.clauses)]
+    planned = [planner.resolve(c, i, raw[i][2], schema) for i, c in enumerate(spec.clauses)]
     matched = tuple(p for p in planned if p.kind == "matched")
     by_source = tuple(p for p in planned if p.kind == "not_matched_by_source")
     file_predicate, summary = _file_predicate(planner, keys, target_filter, source_filter, by_source)

@@ -227,14 +227,30 @@ def test_update_all_except_leaves_the_excluded_target_column_unchanged(tmp_path:
     assert rows(t, "id")[1] == {"id": 2, "title": "T2", "last_updated": "2024-01-01"}
 
 
-# -- only direct same-name assignments evolve ------------------------------------------------------------
+# -- an assignment to a column the source has evolves it, whatever the value ------------------------------
+# Delta (ResolveDeltaMergeInto.computePostEvolutionTargetSchema, delta-spark 4.4.0) keeps the source fields
+# assignments name as their target and merges them into the table: the column gets the source column's type.
 
 
-@pytest.mark.parametrize("value", ["s.new_value + 1", "s.key", "CAST(s.new_value AS STRING)"])
-def test_expressions_renames_and_casts_do_not_add_columns(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize(("value", "stored"), [("s.new_value + 1", 21), ("s.key", 2)])
+def test_an_assignment_of_any_value_to_a_source_column_adds_it_with_the_source_type(
+    tmp_path: Path, value: str, stored: int
+) -> None:
     t = make_table(tmp_path, KOLD)
-    with pytest.raises(SchemaEvolutionError, match="new_value"):
-        merge(t, SRC_NEW, evolution=True).when_matched_update(set={"new_value": value}).execute()
+    merge(t, SRC_NEW, evolution=True).when_matched_update(set={"new_value": value}).execute()
+    assert fields(t) == [("key", "long", True), ("old_value", "string", True), ("new_value", "long", True)]
+    assert rows(t) == [
+        {"key": 1, "old_value": "a", "new_value": None},
+        {"key": 2, "old_value": "b", "new_value": stored},
+    ]
+
+
+def test_an_assignment_to_a_column_the_source_lacks_is_refused_naming_it(tmp_path: Path) -> None:
+    t = make_table(tmp_path, KOLD)
+    with pytest.raises(MergeError, match="extra") as info:
+        merge(t, SRC_NEW, evolution=True).when_matched_update(set={"extra": "s.new_value"}).execute()
+    assert info.value.column == "extra"
+    assert info.value.clause == "WHEN MATCHED clause 1 (UPDATE)"
     assert DeltaTable(t.location).version == 1
     assert [f[0] for f in fields(t)] == ["key", "old_value"]
 
