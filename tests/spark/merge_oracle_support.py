@@ -27,8 +27,6 @@ import shutil
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import pyarrow as pa
-
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError
 from airflow_provider_delta.spark.merge import merge_delta_sql
@@ -41,6 +39,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from tests.delta_spark import DeltaSpark
@@ -213,7 +212,8 @@ def differences(expected: Outcome, got: Outcome, case: OracleCase) -> list[str]:
             have.pop(key, None)
     wrong = {k: (v, have.get(k)) for k, v in want.items() if have.get(k) != v}
     if wrong:
-        out.append("metrics (delta-spark, engine): " + ", ".join(f"{k} {a} vs {b}" for k, (a, b) in sorted(wrong.items())))
+        pairs = ", ".join(f"{k} {a} vs {b}" for k, (a, b) in sorted(wrong.items()))
+        out.append(f"metrics (delta-spark, engine): {pairs}")
     if got.changes != expected.changes:
         out.append(f"change data: delta-spark {expected.changes}, engine {got.changes}")
     return out

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from tests.merge_model.case import Array, Clause, Condition, Map, MergeCase, Struct, Value
 from tests.merge_model.strategies import merge_cases
 from tests.spark.merge_oracle_seeded import SEEDED
-from tests.spark.merge_oracle_support import FEATURES, OracleCase, report, run_case
+from tests.spark.merge_oracle_support import FEATURES, OracleCase, Outcome, differences, report, run_case
 from tests.spark_cluster import PANDAS_3_WARNING
 
 if TYPE_CHECKING:
@@ -271,3 +271,21 @@ def test_generated_merges_agree_with_delta_spark(
     delta_spark: DeltaSpark, spark: SparkSession, merge_case: MergeCase, features: set[str]
 ) -> None:
     check(delta_spark, spark, OracleCase(merge_case, frozenset(features)))
+
+
+def test_the_comparison_names_each_departure() -> None:
+    # The judge itself, without the oracle: each kind of departure is reported, agreement is not.
+    same = Outcome(committed=True, schema={"a": 1}, rows=[(1,)], metrics={"numTargetRowsCopied": 2}, changes=[])
+    flat = HAND_PICKED["insert-only"]
+    assert differences(same, same, flat) == []
+    wrong = Outcome(committed=True, schema={"a": 2}, rows=[(2,)], metrics={"numTargetRowsCopied": 3}, changes=[1])
+    found = differences(same, wrong, flat)
+    assert [d.split(":")[0] for d in found] == ["schema", "rows", "metrics (delta-spark, engine)", "change data"]
+    with_dvs = OracleCase(flat.case, frozenset({"dv"}))
+    assert not any(d.startswith("metrics") for d in differences(same, wrong, with_dvs))
+    refused = Outcome(error="DeltaAnalysisException: no")
+    assert differences(refused, same, flat) == ["runs where delta-spark refuses with 'DeltaAnalysisException: no'"]
+    assert differences(refused, Outcome(error="MergeError: no", unchanged=False), flat) == [
+        "the failed MERGE changed the table"]
+    crash = Outcome(error="ArrowInvalid: x", typed=False)
+    assert differences(refused, crash, flat)[0].startswith("untyped crash")
