@@ -276,6 +276,19 @@ class ExecutorEnvironmentError(DeltaError):
         self.module = module
 
 
+class ExecutorCapabilityError(DeltaError, NotImplementedError):
+    """An executor lacks a capability a command asked of it (e.g. the Spark executor reading rows into the driver).
+
+    ``executor`` is the executor's name (``local``, ``spark``), ``capability`` the capability asked
+    for (``reader``, ``merger``, ``exporter``, ...).
+    """
+
+    def __init__(self, message: str, *, executor: str | None = None, capability: str | None = None) -> None:
+        super().__init__(message)
+        self.executor = executor
+        self.capability = capability
+
+
 class StorageError(DeltaError):
     """The table's storage (object store or file system) failed a request, after its retries.
 
@@ -336,6 +349,7 @@ __all__ = [
     "DataFileError",
     "DeltaConcurrentModificationException",
     "DeltaError",
+    "ExecutorCapabilityError",
     "ExecutorEnvironmentError",
     "ExportOptionError",
     "ExportRangeError",

@@ -1,12 +1,15 @@
 """Operators that run Delta jobs: :class:`DeltaSparkJobOperator` and :class:`DeltaCheckpointOperator`.
 
-Every operator here follows one path (the job protocol, :mod:`airflow_provider_delta.spark.protocol`):
+Every operator here follows one path (the job framework, :mod:`airflow_provider_delta.jobs`):
 
-1. check ``job_options`` against the job's declaration (``JOB`` in its module): when the DAG is
-   parsed, and again after rendering;
-2. build a JSON :class:`~airflow_provider_delta.spark.protocol.JobSpec` (table or tables, options,
+1. check the job's options against its declaration (``JOB`` in its module): when the DAG is parsed,
+   and again after rendering, where rendered strings become the declared types
+   (``Option.convert``). The generic operator takes them as ``job_options``; an operator for one
+   job (``class DeltaVacuumOperator(DeltaSparkJobOperator, job="vacuum")``) takes each option as
+   its own templated argument (:mod:`.job_arguments`);
+2. build a JSON :class:`~airflow_provider_delta.jobs.spec.JobSpec` (table or tables, options,
    conflict policy, idempotency key);
-3. run it on the job's engine: ``spark`` submits ``spark/jobs/run_job.py`` through
+3. run it on the job's engine: ``spark`` submits ``jobs/__main__.py`` (the job runner) through
    apache-airflow-providers-apache-spark's ``SparkSubmitHook`` (connection ``spark_default`` unless
    the ``delta`` connection or the operator names another; **without that connection the master
    is** ``local[*]``, not the hook's own yarn fallback); ``local`` runs the same job code in this
@@ -46,15 +49,15 @@ from airflow_provider_delta.assets import asset_uri
 from airflow_provider_delta.core.transaction.policy import ERROR_KINDS, ConflictPolicy
 from airflow_provider_delta.exceptions import JobSpecError
 from airflow_provider_delta.hooks.delta import DeltaHook, is_full_location
+from airflow_provider_delta.jobs.definition import Engine, JobDefinition, is_deferred_value
+from airflow_provider_delta.jobs.registry import JOBS, job_definition, runner_script
+from airflow_provider_delta.jobs.runner import run_spec
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
+from airflow_provider_delta.operators.job_arguments import declare_job_arguments, pop_job_arguments
 from airflow_provider_delta.operators.job_secrets import redacted_spec_json, write_private_file
 from airflow_provider_delta.operators.lineage import DeltaLineageMixin, job_lineage
 from airflow_provider_delta.policies.conflicts import DeltaJobError, failure_exception
-from airflow_provider_delta.spark import job_script
 from airflow_provider_delta.spark.install import pyspark_install_problem
-from airflow_provider_delta.spark.jobs import JOBS
-from airflow_provider_delta.spark.jobs.options import Engine, is_deferred_value, job_definition
-from airflow_provider_delta.spark.jobs.run_job import run_spec
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -194,16 +197,23 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
     The job runs on its engine: ``spark`` (a PySpark application through ``SparkSubmitHook``) or
     ``local`` (the same job code in the task's own process, without Spark: for jobs that move no
     data, where a JVM would cost ~10 s for milliseconds of work). Each job declares where it may run
-    and its default (``python -m airflow_provider_delta.spark.jobs`` lists them).
+    and its default (``python -m airflow_provider_delta.jobs.registry`` lists them).
+
+    A subclass for one job names it in its class statement and gets the job's options as its own
+    arguments (see :mod:`.job_arguments`)::
+
+        class DeltaVacuumOperator(DeltaSparkJobOperator, job="vacuum"): ...
 
     Args:
-        job: the job's name (a key of ``airflow_provider_delta.spark.jobs.JOBS``).
+        job: the job's name (a key of ``airflow_provider_delta.jobs.registry.JOBS``); not with a
+            subclass for one job.
         table: a full path/URI, or a bare name under the ``delta`` connection's base path (templated).
         tables: several tables instead of ``table`` (templated; a list, or a comma-separated string),
             for jobs that take a list (maintenance jobs): one job, one result per table in ``tables``.
         job_options: the job's options (templated), e.g. ``{"mode": "append", "rows": [...]}`` for
             ``write``. Checked against the job's declaration when the DAG is parsed and again after
-            rendering: an unknown or mistyped option fails with "did you mean ...".
+            rendering (a rendered string becomes the declared type): an unknown or mistyped option
+            fails with "did you mean ...". A subclass for one job takes the options as arguments.
         engine: ``"spark"`` or ``"local"``; default: the job's (``local`` for jobs that move no data).
         delta_conn_id: the ``delta`` connection (storage options, Spark connection and conf).
         spark_conn_id: the Spark connection; default: the ``delta`` connection's, else ``spark_default``.
@@ -239,11 +249,21 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {"job_options": "json", "spark_conf": "json"}
     ui_color = "#00add4"
+    #: The job of a subclass for one job (``job=`` in its class statement); None for this class.
+    job_definition: ClassVar[JobDefinition | None] = None
+
+    def __init_subclass__(cls, *, job: str | JobDefinition | None = None, **kwargs: Any) -> None:
+        """``job="vacuum"`` (a registered job, or its ``JobDefinition``) in a subclass's class statement:
+        the job's options become the subclass's arguments (:mod:`.job_arguments`)."""
+        super().__init_subclass__(**kwargs)
+        if job is not None:
+            base = tuple(f for f in DeltaSparkJobOperator.template_fields if f != "job_options")
+            declare_job_arguments(cls, job if isinstance(job, JobDefinition) else job_definition(job), base)
 
     def __init__(
         self,
         *,
-        job: str,
+        job: str | None = None,
         table: str | None = None,
         tables: list[str] | str | None = None,
         job_options: dict[str, Any] | None = None,
@@ -259,14 +279,13 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         inlet_tables: Sequence[str] = (),
         **kwargs: Any,
     ) -> None:
+        declared = type(self).job_definition
+        arguments = pop_job_arguments(declared, kwargs) if declared is not None else {}
         super().__init__(**kwargs)
-        if job not in JOBS:
-            raise JobSpecError(
-                f"Cannot create task {kwargs.get('task_id')!r}: unknown job {job!r} "
-                f"(known: {', '.join(sorted(JOBS))})"
-            )
-        self.job = job
-        self.definition = job_definition(job)
+        self.definition = self._definition(job, job_options)
+        self.job = self.definition.name
+        for name, value in arguments.items():
+            setattr(self, name, value)  # as given: Airflow renders them in place
         if (table is None) == (tables is None):
             raise JobSpecError(f"{self._where()}: pass exactly one of 'table' and 'tables'")
         if tables is not None and not self.definition.multi_table:
@@ -274,7 +293,8 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         self.table = table
         self.tables = tables
         self.engine: Engine = self.definition.check_engine(engine or self.definition.default_engine, self._where())
-        self.job_options = job_options or {}
+        if declared is None:
+            self.job_options = job_options or {}
         if isinstance(self.job_options, dict):
             # DAG-parse time: a typo or a wrong type fails the import, not the run (templates are
             # checked again in execute(), after rendering).
@@ -290,6 +310,22 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         self._hook: _DeltaSparkSubmitHook | None = None
         self._table_alias: AssetAlias | None = None
         self._declare_assets(list(inlet_tables))
+
+    def _definition(self, job: str | None, job_options: dict[str, Any] | None) -> JobDefinition:
+        """The job's declaration: the class's (a subclass for one job), else ``job``'s."""
+        declared = type(self).job_definition
+        if declared is not None:
+            if job not in (None, declared.name) or job_options is not None:
+                raise JobSpecError(
+                    f"{self._where(declared.name)}: {type(self).__name__} runs job {declared.name!r}; pass its "
+                    "options as arguments (not job= or job_options=)"
+                )
+            return declared
+        if job not in JOBS:
+            raise JobSpecError(
+                f"Cannot create task {self.task_id!r}: unknown job {job!r} (known: {', '.join(sorted(JOBS))})"
+            )
+        return job_definition(job)
 
     def _declare_assets(self, inlet_tables: list[str]) -> None:
         """The table as an outlet (an asset, or an alias filled at run time) and the inlet tables."""
@@ -318,8 +354,8 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
             except ValueError as err:
                 self.log.warning("Table %r is not announced as an asset: %s", location, err)
 
-    def _where(self) -> str:
-        return f"Cannot create task {self.task_id!r} (job {self.job!r})"
+    def _where(self, job: str | None = None) -> str:
+        return f"Cannot create task {self.task_id!r} (job {job or self.job!r})"
 
     def table_names(self) -> list[str]:
         """The rendered table name(s): ``[table]``, or ``tables`` (a list or a comma-separated string)."""
@@ -335,7 +371,6 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         self, context: Context, location: str | list[str], storage_options: dict[str, str]
     ) -> JobSpec:
         """The job spec of this task instance (``location``: one table, or the list for ``tables``)."""
-        self._refresh_options()
         app_id: str | None = None
         if self.definition.app_transaction and self.idempotent:
             app_id = self.app_id or app_transaction_id(context)
@@ -345,42 +380,35 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
             table="" if many else str(location),
             tables=list(location) if many else [],
             storage_options=storage_options,
-            options=dict(self.job_options),
+            options=self.rendered_job_options(),
             conflict_policy=self.conflict_policy.to_dict(),
             app_id=app_id,
             app_version=self.app_version if app_id is not None else None,
         )
 
-    def options_from_arguments(self) -> dict[str, Any] | None:
-        """The job's options built from this operator's own (rendered) arguments, or None.
+    def rendered_job_options(self) -> dict[str, Any]:
+        """The options this task instance gives the job: as given (rendered), converted to the declared types.
 
-        Operators whose arguments are the templated fields (``on``, ``sink``, ...) return the options
-        here; ``execute`` calls it after rendering and replaces ``job_options`` with the result. The
-        base operator takes ``job_options`` as given (None).
+        Options given as None are left out (the job's defaults apply).
+
+        Raises:
+            AirflowFailException: ``job_options`` is not a dict, or an option is unknown, mistyped or
+                (a rendered string) does not convert to its type; no retries, it stays wrong.
         """
-        return None
-
-    def _refresh_options(self) -> None:
-        options = self.options_from_arguments()
-        if options is not None:
-            self.job_options = options
-
-    def _check_rendered_options(self) -> None:
-        self._refresh_options()
-        if not isinstance(self.job_options, dict):
-            raise AirflowFailException(
-                f"{self._where()}: job_options must render to a dict, found {self.job_options!r}"
-            )
+        given = self.job_options
+        if not isinstance(given, dict):
+            raise AirflowFailException(f"{self._where()}: job_options must render to a dict, found {given!r}")
         try:
-            self.definition.validate(
-                self.job_options, engine=self.engine, where=f"Cannot run task {self.task_id!r} (job {self.job!r})"
+            values = self.definition.validate(
+                given, engine=self.engine, where=f"Cannot run task {self.task_id!r} (job {self.job!r})"
             )
         except JobSpecError as err:
             raise AirflowFailException(str(err)) from err
+        return {name: values[name] for name, value in given.items() if value is not None}
 
     def execute(self, context: Context) -> dict[str, Any]:
         """Run the job (spark-submit, or in this process on engine ``local``); return its result or raise."""
-        self._check_rendered_options()
+        self.rendered_job_options()  # a bad option fails before the table is resolved
         delta = DeltaHook(self.delta_conn_id)
         locations = [delta.resolve_table(name) for name in self.table_names()]
         spec = self.build_spec(context, locations if self.tables is not None else locations[0], delta.storage_options)
@@ -444,7 +472,7 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         return JobResult.read(result_path)
 
     def submit_hook(self, delta: DeltaHook, spec_path: Path, result_path: Path) -> _DeltaSparkSubmitHook:
-        """The ``SparkSubmitHook`` that runs ``run_job.py --spec <spec_path> --result <result_path>``."""
+        """The ``SparkSubmitHook`` that runs ``jobs/__main__.py --spec <spec_path> --result <result_path>``."""
         conf = {**DEFAULT_SPARK_CONF, **delta.spark_conf, **{k: str(v) for k, v in self.spark_conf.items()}}
         return _DeltaSparkSubmitHook(
             conn_id=self.spark_conn_id or delta.spark_conn_id,
@@ -459,7 +487,7 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
         self._hook = hook = self.submit_hook(delta, spec_path, result_path)
         self.log.info("Submitting to Spark master %r", hook.master)
         try:
-            hook.submit(application=job_script())
+            hook.submit(application=runner_script())
         finally:
             # SparkSubmitHook never closes spark-submit's output pipe (a leaked descriptor per job).
             process = getattr(hook, "_submit_sp", None)
@@ -472,7 +500,7 @@ class DeltaSparkJobOperator(DeltaLineageMixin, BaseOperator):
             self._hook.on_kill()
 
 
-class DeltaCheckpointOperator(DeltaSparkJobOperator):
+class DeltaCheckpointOperator(DeltaSparkJobOperator, job="checkpoint"):
     """Write a checkpoint of each table's newest version and clean up expired log files.
 
     A checkpoint lets readers (this engine, Spark, delta-rs) load the table from one Parquet file
@@ -484,8 +512,6 @@ class DeltaCheckpointOperator(DeltaSparkJobOperator):
         table: a full path/URI or a bare name under the ``delta`` connection's base path (templated).
         tables: several tables, checkpointed one after the other in one job (templated); each gets
             its own result, and a failure of one does not stop the others.
-        cleanup_log: also delete log files older than ``delta.logRetentionDuration`` (default True).
-        skip_missing: report a table that does not exist (yet) as skipped instead of failing.
         **kwargs: as :class:`DeltaSparkJobOperator` (engine, connections, Spark conf, conflict policy, ...).
 
     Returns (XCom): the job result; ``version`` is the checkpointed version and ``metrics`` holds
@@ -495,25 +521,6 @@ class DeltaCheckpointOperator(DeltaSparkJobOperator):
     Example:
         >>> DeltaCheckpointOperator(task_id="checkpoint", tables=["/data/events", "/data/orders"])  # doctest: +SKIP
     """
-
-    def __init__(
-        self,
-        *,
-        table: str | None = None,
-        tables: list[str] | str | None = None,
-        cleanup_log: bool = True,
-        skip_missing: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            job="checkpoint",
-            table=table,
-            tables=tables,
-            job_options={"cleanup_log": cleanup_log, "skip_missing": skip_missing},
-            **kwargs,
-        )
-        self.cleanup_log = cleanup_log
-        self.skip_missing = skip_missing
 
 
 def _static_asset(name: Any) -> Asset | None:
@@ -531,14 +538,13 @@ def _add_unique(items: list[Any], item: Any) -> None:
         items.append(item)
 
 
-def document_job_options(cls: type, jobs: list[str]) -> None:
-    """Append the jobs' declared options (``JOB`` in each job module) to ``cls``'s docstring.
-
-    Call it once after an operator class for a job, e.g. ``document_job_options(DeltaVacuumOperator, ["vacuum"])``.
-    """
-    sections = [textwrap.indent(job_definition(name).docstring(), "    ") for name in jobs]
+def _document_jobs(cls: type) -> None:
+    """Append every job's options to the generic operator's docstring (``job_options``)."""
+    sections = [
+        textwrap.indent(job_definition(name).docstring(f"``job_options`` of job ``{name}``:"), "    ")
+        for name in sorted(JOBS)
+    ]
     cls.__doc__ = "\n\n".join([(cls.__doc__ or "").rstrip(), *sections]) + "\n"
 
 
-document_job_options(DeltaSparkJobOperator, sorted(JOBS))
-document_job_options(DeltaCheckpointOperator, ["checkpoint"])
+_document_jobs(DeltaSparkJobOperator)

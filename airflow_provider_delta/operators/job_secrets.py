@@ -11,7 +11,7 @@ from airflow_provider_delta.core.storage.options import redacted
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from airflow_provider_delta.spark.protocol import JobSpec
+    from airflow_provider_delta.jobs.spec import JobSpec
 
 
 def write_private_file(path: Path, text: str) -> None:

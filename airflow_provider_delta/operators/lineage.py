@@ -129,7 +129,7 @@ class DeltaLineageMixin:
 
 def job_lineage(job: str, location: str, result: Mapping[str, Any], options: Mapping[str, Any],
                 storage_options: Mapping[str, str], *, is_write_job: bool) -> list[LineageTable]:
-    """What a Delta Spark job read and wrote, from its result: the table, and a ``source`` it read.
+    """What a Delta job read and wrote, from its result: the table, and a ``source`` it read.
 
     A write job (``write``, MERGE) writes the table at the committed version (rows and bytes from
     ``numOutputRows``/``numOutputBytes``) and reads its ``source`` option when it has one (MERGE's

@@ -1,19 +1,20 @@
 """Change data exports on Spark: the units of an export read and written by Spark executors.
 
-:class:`SparkExportEngine` is core's :class:`~airflow_provider_delta.core.commands.cdf_export.ExportEngine`
-on Spark. The driver plans the run, runs the preflight and commits to the sink (``export_changes``
-does all three); the executors do the data work with the engine's own code:
+:class:`SparkChangeExporter` is the Spark executor's exporter (core's
+:class:`~airflow_provider_delta.core.executor.ChangeExporter`, ``SparkExecutor(spark).exporter()``;
+``SparkExportEngine`` is its earlier name). The driver plans the run, runs the preflight and commits
+to the sink (``export_changes`` does all three); the executors do the data work with the engine's own code:
 
 - Parquet/JSON Lines sinks: each task takes some units (one change file each, or one commit for the
   Debezium envelope), reads them with core's change reader and writes each unit's output file with
   core's ``write_unit``: the same deterministic names and bytes as the local engine. Only small
   records (path, rows, bytes) come back; the driver then writes the manifests in version order.
-- Delta sink: the tasks turn units into rows (``mapInArrow``), which :class:`SparkExecutor` writes as
-  data files in the same tasks; the ``add`` actions come back and the driver commits them with the
+- Delta sink: the tasks turn units into rows (``mapInArrow``), which the Spark executor's writer
+  writes as data files in the same tasks; the ``add`` actions come back and the driver commits them with the
   ``txn`` once. No change row passes through the driver.
 
 Example:
-    >>> export_changes("/data/orders", "/exports/orders", engine=SparkExportEngine(spark))  # doctest: +SKIP
+    >>> export_changes("/data/orders", "/exports/orders", executor=SparkExecutor(spark))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from airflow_provider_delta.core.commands.cdf_export import ExportEngine
-from airflow_provider_delta.core.commands.cdf_export.engine import DeltaOutput
-from airflow_provider_delta.core.commands.cdf_export.units import ExportUnit, UnitJob, unit_rows, write_unit
+from airflow_provider_delta.core.executor.export.units import (
+    DeltaOutput,
+    ExportUnit,
+    UnitJob,
+    unit_rows,
+    write_unit,
+)
 from airflow_provider_delta.core.write.files import conform_to_table
-from airflow_provider_delta.spark.executor import SparkExecutor
 from airflow_provider_delta.spark.tasks import (
     RECORD_SCHEMA,
     collect_records,
@@ -45,9 +49,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
+    from airflow_provider_delta.core.executor import FileWriter
     from airflow_provider_delta.core.write.target import WriteTarget
 
-__all__ = ["SparkExportEngine"]
+__all__ = ["SparkChangeExporter", "SparkExportEngine"]
 
 
 def _unit_frame(spark: SparkSession, units: Sequence[ExportUnit]) -> DataFrame:
@@ -94,17 +99,19 @@ class _RowsTask:
                 yield from rows.cast(self.arrow_schema).to_batches(max_chunksize=10_000)
 
 
-class SparkExportEngine(ExportEngine):
+class SparkChangeExporter:
     """Export work in Spark tasks (see the module docstring).
 
     Args:
         spark: the SparkSession whose executors read the change files and write the output.
+        writer: the Spark executor whose writer writes a Delta sink's data files (default: a new one).
     """
 
     name = "spark"
 
-    def __init__(self, spark: SparkSession) -> None:
+    def __init__(self, spark: SparkSession, *, writer: FileWriter | None = None) -> None:
         self.spark = spark
+        self.writer = writer
 
     def write_files(self, job: UnitJob, units: Sequence[ExportUnit]) -> list[dict[str, Any]]:
         """Units in Spark tasks; their records in the order of ``units``."""
@@ -122,14 +129,24 @@ class SparkExportEngine(ExportEngine):
         read the change files a second time).
         """
         out = DeltaOutput()
-        executor = SparkExecutor(self.spark)
+        writer = self.writer if self.writer is not None else _spark_writer(self.spark)
         spark_schema = to_spark_schema(target.schema)
         arrow_schema = spark_arrow_schema(self.spark, target.schema)
         for job, units in work:
             if not units:
                 continue
             frame = map_in_arrow(_unit_frame(self.spark, units), _RowsTask(job, target, arrow_schema), spark_schema)
-            adds = executor.write_files(target, frame)
+            adds = writer.write_files(target, frame)
             out.adds += adds
             out.rows += sum(a.num_records or 0 for a in adds)
         return out
+
+
+SparkExportEngine = SparkChangeExporter
+"""The Spark executor's exporter under the name exports gave it before the executor seam."""
+
+
+def _spark_writer(spark: SparkSession) -> FileWriter:
+    from airflow_provider_delta.spark.executor import SparkExecutor  # lazy: executor.py imports this module
+
+    return SparkExecutor(spark).writer()

@@ -1,8 +1,10 @@
 """The Spark executor: a command's data work in Spark tasks; only actions come back to the driver.
 
 :class:`SparkExecutor` implements core's :class:`~airflow_provider_delta.core.executor.Executor` seam
-with ``data`` a ``pyspark.sql.DataFrame``. Every step runs the engine's own code inside the tasks,
-so the files are exactly those the local executor writes:
+with ``data`` a ``pyspark.sql.DataFrame``: it is its own writer, rewriter, deleter and merger; its
+exporter is :class:`~airflow_provider_delta.spark.cdf_export.SparkChangeExporter`; it has no reader
+(``reader()`` raises ``ExecutorCapabilityError``: rows stay on the executors). Every step runs the
+engine's own code inside the tasks, so the files are exactly those the local executor writes:
 
 - ``write_files``: ``df.mapInArrow`` where each task takes its Arrow batches and calls core's
   :func:`~airflow_provider_delta.core.write.rows.write_rows` once (conform to the schema, CHECK
@@ -14,7 +16,7 @@ so the files are exactly those the local executor writes:
   the kept rows and, when recording changes, its change rows as ``_change_data`` files;
 - ``change_rows``: the DataFrame's rows written as change files by tasks (``cdc`` actions back);
 - ``write_changes``: ``cdc`` actions pass through; Arrow change tables (if any) are written here;
-- ``merge``: a planned MERGE joined by Spark (:mod:`airflow_provider_delta.spark.merge_execution`);
+- ``merge``: a planned MERGE joined by Spark (:mod:`airflow_provider_delta.spark.merge.execution`);
 - ``rewrite_bins`` (OPTIMIZE, ZORDER BY, REORG): the bins spread over tasks by size; each task reads
   a bin's files, arranges the rows with the command's layout and writes them (``dataChange=false``);
 - ``delete_files`` (VACUUM): a long list of paths is deleted by tasks in chunks; a short one (fewer
@@ -55,9 +57,10 @@ from airflow_provider_delta.core.schema.arrow import to_arrow_schema
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
 from airflow_provider_delta.core.write.files import conform_to_table
 from airflow_provider_delta.core.write.rows import write_rows
-from airflow_provider_delta.exceptions import SchemaMismatchError
+from airflow_provider_delta.exceptions import ExecutorCapabilityError, SchemaMismatchError
+from airflow_provider_delta.spark.cdf_export import SparkChangeExporter
 from airflow_provider_delta.spark.environment import require_executor_environment
-from airflow_provider_delta.spark.merge_execution import run_spark_merge
+from airflow_provider_delta.spark.merge.execution import run_spark_merge
 from airflow_provider_delta.spark.tasks import (
     RECORD_SCHEMA,
     collect_records,
@@ -76,8 +79,18 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
-    from airflow_provider_delta.core.executor import BinLayout, ChangeRows, FileRewrite
+    from airflow_provider_delta.core.executor import (
+        BinLayout,
+        ChangeExporter,
+        ChangeRows,
+        FileDeleter,
+        FileReader,
+        FileRewrite,
+        FileRewriter,
+        FileWriter,
+        Merger,
+    )
+    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage
@@ -88,6 +101,7 @@ __all__ = ["DELETE_JOB_GROUP", "REWRITE_JOB_GROUP", "SPARK_DELETE_THRESHOLD", "S
 #: Fewer paths than this are deleted in the driver (thread pool) rather than by a Spark job.
 SPARK_DELETE_THRESHOLD = 1000
 _DELETE_CHUNKS_PER_CORE = 4
+_READ_HELP = "rows stay on the executors; read the table as a DataFrame with airflow_provider_delta.spark.read_delta"
 #: Spark job groups of the maintenance work (the Spark UI and ``statusTracker`` show them).
 DELETE_JOB_GROUP = "delta-vacuum-delete"
 REWRITE_JOB_GROUP = "delta-rewrite"
@@ -120,7 +134,7 @@ class SparkExecutor(Executor):
 
     Example:
         >>> executor = SparkExecutor(spark)                                               # doctest: +SKIP
-        >>> adds = executor.write_files(WriteTarget.of(snapshot), spark.range(5))          # doctest: +SKIP
+        >>> adds = executor.writer().write_files(WriteTarget.of(snapshot), spark.range(5))  # doctest: +SKIP
     """
 
     name = "spark"
@@ -129,6 +143,34 @@ class SparkExecutor(Executor):
         require_executor_environment(spark)
         self.spark = spark
         self.task_hook = task_hook
+
+    def writer(self) -> FileWriter:
+        """This executor (:meth:`write_files`, :meth:`change_rows`, :meth:`write_changes`, ...)."""
+        return self
+
+    def rewriter(self) -> FileRewriter:
+        """This executor (:meth:`rewrite_files`, :meth:`rewrite_bins`)."""
+        return self
+
+    def deleter(self) -> FileDeleter:
+        """This executor (:meth:`delete_files`)."""
+        return self
+
+    def merger(self) -> Merger:
+        """This executor (:meth:`merge`: Spark's join)."""
+        return self
+
+    def exporter(self) -> ChangeExporter:
+        """A :class:`~airflow_provider_delta.spark.cdf_export.SparkChangeExporter` writing through this executor."""
+        return SparkChangeExporter(self.spark, writer=self)
+
+    def reader(self) -> FileReader:
+        """None on Spark: reading files into the driver would bring every row there.
+
+        Raises:
+            ExecutorCapabilityError: always.
+        """
+        raise self.lacks("reader", "read data files into the driver", _READ_HELP)
 
     def data_schema(self, data: Any) -> pa.Schema:
         """The logical Arrow schema of the DataFrame ``data`` (its Spark schema, converted via Delta).
@@ -223,7 +265,7 @@ class SparkExecutor(Executor):
     def delete_files(self, storage: Storage, paths: Sequence[str]) -> DeleteOutcome:
         """Delete in tasks, ``defaultParallelism * 4`` chunks (in the driver below the threshold)."""
         if len(paths) < SPARK_DELETE_THRESHOLD:
-            return LocalExecutor().delete_files(storage, paths)
+            return LocalExecutor().deleter().delete_files(storage, paths)
         chunks = self._parallelism() * _DELETE_CHUNKS_PER_CORE
         size = -(-len(paths) // chunks)
         groups = [[orjson.dumps(list(paths[i : i + size])).decode()] for i in range(0, len(paths), size)]
@@ -262,21 +304,22 @@ class SparkExecutor(Executor):
         schema: StructType | None = None,
         columns: Sequence[str] | None = None,
     ) -> list[pa.Table]:
-        """Not on Spark: it would bring every row to the driver (MERGE on Spark joins in Spark instead).
+        """Not on Spark (see :meth:`reader`): it would bring every row to the driver.
 
         Raises:
-            NotImplementedError: always.
+            ExecutorCapabilityError: always (a ``NotImplementedError``).
         """
-        raise NotImplementedError(
+        raise ExecutorCapabilityError(
             f"Cannot read {len(files)} file(s) of table {target.location!r} into the driver with the Spark "
-            "executor: rows stay on the executors. Help: read the table as a DataFrame with "
-            "airflow_provider_delta.spark.read_delta"
+            f"executor. Help: {_READ_HELP}",
+            executor=self.name,
+            capability="reader",
         )
 
     def merge(self, job: MergeJob) -> MergeOutcome:
         """A planned MERGE's row work in one Spark job: target files read by tasks, joined with the
         source by Spark, clauses evaluated as Spark SQL, files written by tasks (see
-        :mod:`airflow_provider_delta.spark.merge_execution`); only actions come back.
+        :mod:`airflow_provider_delta.spark.merge.execution`); only actions come back.
 
         Raises:
             MergeError: a value does not fit its column.

@@ -14,6 +14,8 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException, Airfl
 
 from airflow_provider_delta.core.transaction.policy import ConflictPolicy
 from airflow_provider_delta.hooks.delta import DeltaHook
+from airflow_provider_delta.jobs.registry import runner_script
+from airflow_provider_delta.jobs.spec import JobResult
 from airflow_provider_delta.operators.delta import (
     DEFAULT_SPARK_CONF,
     DeltaCheckpointOperator,
@@ -22,13 +24,11 @@ from airflow_provider_delta.operators.delta import (
     raise_for_result,
 )
 from airflow_provider_delta.policies.conflicts import DeltaConflictError, DeltaJobError
-from airflow_provider_delta.spark import job_script
-from airflow_provider_delta.spark.protocol import JobResult
 
 
 def command_of(op: DeltaSparkJobOperator, tmp_path: Path) -> tuple[list[str], object]:
     hook = op.submit_hook(DeltaHook(op.delta_conn_id), tmp_path / "spec.json", tmp_path / "result.json")
-    return hook._build_spark_submit_command(job_script()), hook
+    return hook._build_spark_submit_command(runner_script()), hook
 
 
 def confs(command: list[str]) -> dict[str, str]:
@@ -46,7 +46,7 @@ def test_without_a_spark_connection_the_job_runs_on_local_not_yarn(
     assert hook._env_vars["PYSPARK_DRIVER_PYTHON"] == sys.executable
     assert hook._env_vars["PATH"].startswith(str(Path(sys.executable).parent))
     assert command[-5:] == [
-        job_script(),
+        runner_script(),
         "--spec",
         str(tmp_path / "spec.json"),
         "--result",

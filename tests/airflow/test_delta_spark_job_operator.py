@@ -142,7 +142,7 @@ def test_on_kill_stops_the_application_before_it_commits(
         time.sleep(0.1)
     submit = psutil.Process(op._hook._submit_sp.pid)  # type: ignore[union-attr]
     family = [submit, *submit.children(recursive=True)]
-    assert any("run_job.py" in " ".join(p.cmdline()) for p in family)
+    assert any("jobs/__main__.py" in " ".join(p.cmdline()) for p in family)
 
     op.on_kill()
     thread.join(60)

@@ -8,10 +8,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from airflow_provider_delta.jobs.runner import run_spec
 from airflow_provider_delta.operators.cdf_export import DeltaCDFExportOperator
 from airflow_provider_delta.operators.delta import DeltaCheckpointOperator, DeltaSparkJobOperator
 from airflow_provider_delta.operators.lineage import dataset_naming
-from airflow_provider_delta.spark.jobs.run_job import run_spec
 from tests.unit.core.cdf_export.helpers import busy_table
 
 if TYPE_CHECKING:

@@ -83,17 +83,22 @@ def test_bad_input_fails_the_tasks_with_deltas_message_and_changes_nothing(
 @pytest.mark.parametrize(
     ("operator", "kwargs", "match"),
     [
-        ("DeltaVacuumOperator", {"retention_hours": -1}, "retention_hours must be a number >= 0"),
-        ("DeltaVacuumOperator", {"retention_hours": True}, "retention_hours must be a number >= 0"),
-        ("DeltaOptimizeOperator", {"zorder_by": "x"}, "zorder_by must be a list of column names"),
-        ("DeltaOptimizeOperator", {"target_file_size": 0}, "target_file_size must be a positive number"),
+        ("DeltaVacuumOperator", {"retention_hours": -1}, "option 'retention_hours' must be >= 0, found -1"),
+        ("DeltaVacuumOperator", {"retention_hours": True}, "option 'retention_hours' must be int or float"),
+        ("DeltaVacuumOperator", {"retention_hours": "a week"}, r"found 'a week' \(a string that does not convert"),
+        ("DeltaVacuumOperator", {"max_files_in_result": -5}, "option 'max_files_in_result' must be >= 0"),
+        ("DeltaOptimizeOperator", {"zorder_by": 7}, "option 'zorder_by' must be list or str, found 7"),
+        ("DeltaOptimizeOperator", {"target_file_size": 0}, "option 'target_file_size' must be >= 1, found 0"),
+        ("DeltaOptimizeOperator", {"zorder": ["x"]}, r"unknown option 'zorder' \(did you mean 'zorder_by'\?\)"),
     ],
 )
 def test_bad_arguments_are_refused_when_the_dag_is_parsed(operator: str, kwargs: dict, match: str) -> None:
+    from airflow_provider_delta.exceptions import JobSpecError
     from airflow_provider_delta.operators import maintenance
 
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(JobSpecError, match=match) as info:
         getattr(maintenance, operator)(task_id="t", table="/data/t", **kwargs)
+    assert str(info.value).startswith(f"Cannot create task 't' (job '{operator[5:-8].lower()}'): ")
 
 
 def test_operators_submit_their_job_with_the_options_and_no_idempotency_key() -> None:
@@ -106,15 +111,16 @@ def test_operators_submit_their_job_with_the_options_and_no_idempotency_key() ->
     vacuum = DeltaVacuumOperator(task_id="v", table="/data/t", retention_hours=200, lite=True)
     assert (vacuum.job, vacuum.job_options) == ("vacuum", {
         "retention_hours": 200, "dry_run": False, "lite": True, "enforce_retention_duration": True,
-        "max_files_in_result": 1000,
+        "max_files_in_result": 1000, "respect_exports": True,
     })
-    optimize = DeltaOptimizeOperator(task_id="o", table="/data/t", zorder_by=("a", "b"), target_file_size=1 << 20)
+    optimize = DeltaOptimizeOperator(task_id="o", table="/data/t", zorder_by=["a", "b"], target_file_size=1 << 20)
     assert (optimize.job, optimize.job_options) == ("optimize", {"target_file_size": 1 << 20, "zorder_by": ["a", "b"]})
     reorg = DeltaReorgOperator(task_id="r", table="/data/t", where="d = '{{ ds }}'")
     assert (reorg.job, reorg.job_options) == ("reorg", {"where": "d = '{{ ds }}'"})
     assert not any(op.definition.app_transaction for op in (vacuum, optimize, reorg))
     assert vacuum.engine == optimize.engine == reorg.engine == "spark"  # the default
-    assert "job_options" in reorg.template_fields
+    assert "where" in reorg.template_fields and "job_options" not in reorg.template_fields
+    assert "dry_run_" in vacuum.template_fields and callable(vacuum.dry_run)  # BaseOperator.dry_run stays
 
 
 def test_a_list_of_tables_is_vacuumed_in_one_job_and_a_missing_table_hides_no_other(

@@ -113,8 +113,8 @@ def test_deferred_sensor_stores_no_credentials_in_the_trigger_and_fires_on_s3(
 
 
 def test_job_spec_file_is_private_and_its_log_line_redacted(tmp_path: Path) -> None:
+    from airflow_provider_delta.jobs.spec import JobSpec
     from airflow_provider_delta.operators.job_secrets import redacted_spec_json, write_private_file
-    from airflow_provider_delta.spark.protocol import JobSpec
 
     spec = JobSpec(job="checkpoint", table="s3://b/t",
                    storage_options={"AWS_SECRET_ACCESS_KEY": SECRET_KEY, "AWS_SESSION_TOKEN": "tok-123",

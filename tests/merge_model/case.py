@@ -25,7 +25,7 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -41,6 +41,7 @@ __all__ = [
     "arrow_type",
     "ddl",
     "field_of",
+    "spark_rows",
     "type_sql",
 ]
 
@@ -65,7 +66,7 @@ class Map:
     value: Type
 
 
-Type = Union[str, Struct, Array, Map]
+Type = str | Struct | Array | Map
 
 
 def field_of(struct: Struct, name: str) -> tuple[str, Type] | None:
@@ -122,8 +123,11 @@ class Clause:
         return self.action != "delete" and self.assignments is None
 
     def sql(self) -> str:
-        head = {"matched": "WHEN MATCHED", "not_matched": "WHEN NOT MATCHED",
-                "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE"}[self.kind]
+        head = {
+            "matched": "WHEN MATCHED",
+            "not_matched": "WHEN NOT MATCHED",
+            "not_matched_by_source": "WHEN NOT MATCHED BY SOURCE",
+        }[self.kind]
         if self.condition is not None:
             head += f" AND {self.condition.sql()}"
         if self.action == "delete":
@@ -190,3 +194,29 @@ def arrow_type(t: Type) -> pa.DataType:
     if isinstance(t, Map):
         return pa.map_(arrow_type(t.key), arrow_type(t.value))
     return _ARROW[t]
+
+
+def _spark_value(value: Any, t: Type) -> Any:
+    if value is None:
+        return None
+    if isinstance(t, Struct):
+        return {n: _spark_value(value.get(n), ft) for n, ft in t.fields}
+    if isinstance(t, Array):
+        return [_spark_value(v, t.element) for v in value]
+    if isinstance(t, Map):
+        return {k: _spark_value(v, t.value) for k, v in value}
+    return value
+
+
+def spark_rows(schema: Struct, rows: tuple[dict[str, Any], ...]) -> list[dict[str, Any]]:
+    """The rows as PySpark's ``createDataFrame(rows, ddl(schema))`` takes them (maps as dicts).
+
+    How the cases ran on delta-spark (the values of :mod:`.regressions`)::
+
+        spark.createDataFrame(spark_rows(case.target_schema, case.target_rows), ddl(case.target_schema)) \
+            .write.format("delta").save(path)
+        spark.createDataFrame(spark_rows(case.source_schema, case.source_rows), ddl(case.source_schema)) \
+            .createOrReplaceTempView("source")
+        spark.sql(case.statement(f"delta.`{path}`", "source"))
+    """
+    return [_spark_value(r, schema) for r in rows]

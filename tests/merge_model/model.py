@@ -59,10 +59,10 @@ class Expected:
 
 
 class _Refusal(Exception):
-    def __init__(self, reason: str, column: str) -> None:
+    def __init__(self, reason: str, *columns: str) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.column = column
+        self.columns = frozenset(columns)
 
 
 # --------------------------------------------------------------------------------------- schemas
@@ -80,8 +80,10 @@ def _merge_types(current: Type, update: Type, path: str) -> Type:
     if isinstance(current, Array) and isinstance(update, Array):
         return Array(_merge_types(current.element, update.element, f"{path}.element"))
     if isinstance(current, Map) and isinstance(update, Map):
-        return Map(_merge_types(current.key, update.key, f"{path}.key"),
-                   _merge_types(current.value, update.value, f"{path}.value"))
+        return Map(
+            _merge_types(current.key, update.key, f"{path}.key"),
+            _merge_types(current.value, update.value, f"{path}.value"),
+        )
     if current == update or update == "void":
         return current
     if current == "void":
@@ -142,7 +144,7 @@ def _assignments(case: MergeCase, clause: Clause) -> list[tuple[tuple[str, ...],
     if clause.assignments is None:
         if case.evolution:
             return [((n,), Value("s", (n,))) for n in source.names]
-        out = []
+        out: list[tuple[tuple[str, ...], Value]] = []
         for name in target.names:
             found = field_of(source, name)
             if found is None:
@@ -177,12 +179,12 @@ def _value_type(case: MergeCase, value: Value) -> Type:
     return t
 
 
-def _check_store(value: Type, column: Type, evolution: bool, path: str) -> None:
-    """The analysis-time checks of ``castIfNeeded`` (refusals)."""
-    if value == "void" or value == column:
-        return
+def _check_structs(value: Type, column: Type, evolution: bool, path: str) -> None:
+    """The struct checks of ``castIfNeeded`` (refusals at analysis), from the outside in: a field of the
+    value the column lacks; without evolution, a field of the column the value lacks; then the fields
+    both have, in the column's order."""
     if isinstance(column, Struct) and isinstance(value, Struct):
-        for name, t in value.fields:
+        for name, _ in value.fields:
             if field_of(column, name) is None:
                 raise _Refusal("the value has a field the column lacks", f"{path}.{name}")
         if not evolution and len(value.fields) != len(column.fields):
@@ -191,17 +193,40 @@ def _check_store(value: Type, column: Type, evolution: bool, path: str) -> None:
         for name, t in column.fields:
             found = field_of(value, name)
             if found is not None:
-                _check_store(found[1], t, evolution, f"{path}.{name}")
-        return
+                _check_structs(found[1], t, evolution, f"{path}.{name}")
+    elif isinstance(column, Array) and isinstance(value, Array):
+        _check_structs(value.element, column.element, evolution, f"{path}.element")
+    elif isinstance(column, Map) and isinstance(value, Map):
+        _check_structs(value.key, column.key, evolution, f"{path}.key")
+        _check_structs(value.value, column.value, evolution, f"{path}.value")
+
+
+def _type_conflicts(value: Type, column: Type, path: str) -> list[str]:
+    """Where a value's type cannot be cast to the column's (Spark's cast rules, for the model's types)."""
+    if value == "void" or value == column or (value in NUMERIC and column in NUMERIC):
+        return []
+    if isinstance(column, Struct) and isinstance(value, Struct):
+        out = []
+        for name, t in column.fields:
+            found = field_of(value, name)
+            if found is not None:
+                out += _type_conflicts(found[1], t, f"{path}.{name}")
+        return out
     if isinstance(column, Array) and isinstance(value, Array):
-        _check_store(value.element, column.element, evolution, f"{path}.element")
-        return
+        return _type_conflicts(value.element, column.element, f"{path}.element")
     if isinstance(column, Map) and isinstance(value, Map):
-        _check_store(value.key, column.key, evolution, f"{path}.key")
-        _check_store(value.value, column.value, evolution, f"{path}.value")
-        return
-    if not (value in NUMERIC and column in NUMERIC):
-        raise _Refusal(f"cannot store {value} into {column}", path)
+        return _type_conflicts(value.key, column.key, f"{path}.key") + _type_conflicts(
+            value.value, column.value, f"{path}.value"
+        )
+    return [path]
+
+
+def _check_store(value: Type, column: Type, evolution: bool, path: str) -> None:
+    """``castIfNeeded``'s refusals: the structs first (thrown while the cast is built), then the casts."""
+    _check_structs(value, column, evolution, path)
+    conflicts = _type_conflicts(value, column, path)
+    if conflicts:
+        raise _Refusal(f"cannot store {value} into {column}", *conflicts)
 
 
 # --------------------------------------------------------------------------------------- values
@@ -330,7 +355,7 @@ def expected(case: MergeCase, *, changes: bool = False) -> Expected | Refused:
     try:
         schema, planned = _plan(case)
     except _Refusal as err:
-        return Refused(err.reason, frozenset({err.column}))
+        return Refused(err.reason, err.columns)
     target, source = case.target_schema, case.source_schema
     by_key = {r["k"]: r for r in case.source_rows}
     metrics = dict.fromkeys(("numTargetRowsUpdated", "numTargetRowsDeleted", "numTargetRowsInserted"), 0)

@@ -35,7 +35,9 @@ def _types(depth: int) -> st.SearchStrategy[Type]:
 
 
 def _structs(inner: st.SearchStrategy[Type]) -> st.SearchStrategy[Struct]:
-    fields = st.lists(st.tuples(st.sampled_from("abcd"), inner), min_size=1, max_size=3, unique_by=lambda f: f[0])
+    fields = st.lists(
+        st.tuples(st.sampled_from("abcd"), inner), min_size=1, max_size=3, unique_by=lambda f: f[0]
+    )
     return fields.map(lambda fs: Struct(tuple(fs)))
 
 
@@ -43,7 +45,9 @@ def _structs(inner: st.SearchStrategy[Type]) -> st.SearchStrategy[Struct]:
 def _side(draw: st.DrawFn, t: Type, *, recase: bool) -> Type:
     """The part of ``t`` one side has: struct fields dropped (one kept), names re-cased, widths swapped."""
     if isinstance(t, Struct):
-        kept = [f for f in t.fields if draw(st.integers(0, 3)) > 0] or [t.fields[draw(st.integers(0, len(t.fields) - 1))]]
+        kept = [f for f in t.fields if draw(st.integers(0, 3)) > 0] or [
+            t.fields[draw(st.integers(0, len(t.fields) - 1))]
+        ]
         out = []
         for name, ft in kept:
             spelled = name.upper() if recase and draw(st.integers(0, 4)) == 0 else name
@@ -58,13 +62,16 @@ def _side(draw: st.DrawFn, t: Type, *, recase: bool) -> Type:
 
 def values_of(t: Type) -> st.SearchStrategy[Any]:
     """Values of ``t``, NULL at every level."""
+    inner: st.SearchStrategy[Any]
     if isinstance(t, Struct):
         inner = st.fixed_dictionaries({n: values_of(ft) for n, ft in t.fields})
     elif isinstance(t, Array):
         inner = st.lists(values_of(t.element), max_size=2)
     elif isinstance(t, Map):
         inner = st.lists(st.sampled_from(_KEYS), max_size=2, unique=True).flatmap(
-            lambda keys: st.tuples(*[st.tuples(st.just(k), values_of(t.value)) for k in keys]).map(list)
+            lambda keys: st.tuples(*[st.tuples(st.just(k), values_of(t.value)) for k in keys]).map(
+                lambda pairs: list(pairs)
+            )
         )
     else:
         inner = st.integers(-5, 5)
@@ -93,7 +100,9 @@ def _paths(t: Type, base: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], T
 
 
 @st.composite
-def _assignment(draw: st.DrawFn, case: dict[str, Any], kind: str, top_level: bool) -> tuple[tuple[str, ...], Value]:
+def _assignment(
+    draw: st.DrawFn, case: dict[str, Any], kind: str, top_level: bool
+) -> tuple[tuple[str, ...], Value]:
     target, source = case["target"], case["source"]
     path = draw(st.sampled_from(_candidates(case, kind, top_level=top_level)))
     if kind == "not_matched_by_source":
@@ -114,7 +123,11 @@ def _assignment(draw: st.DrawFn, case: dict[str, Any], kind: str, top_level: boo
 
 def _candidates(case: dict[str, Any], kind: str, *, top_level: bool) -> list[tuple[str, ...]]:
     """The columns a clause may assign: the target's, and with NOT MATCHED BY SOURCE aside the source's."""
-    paths = _paths(case["target"]) if kind == "not_matched_by_source" else _paths(case["target"]) + _paths(case["source"])
+    paths = (
+        _paths(case["target"])
+        if kind == "not_matched_by_source"
+        else _paths(case["target"]) + _paths(case["source"])
+    )
     return [p for p, _ in paths if len(p) == 1 or not top_level]
 
 
@@ -131,8 +144,11 @@ def _distinct(assignments: list[tuple[tuple[str, ...], Value]]) -> tuple[tuple[t
 @st.composite
 def _clauses_of(draw: st.DrawFn, case: dict[str, Any], kind: str) -> list[Clause]:
     count = draw(st.integers(0, 2))
-    actions = {"matched": ("update", "delete"), "not_matched": ("insert",),
-               "not_matched_by_source": ("update", "delete")}[kind]
+    actions = {
+        "matched": ("update", "delete"),
+        "not_matched": ("insert",),
+        "not_matched_by_source": ("update", "delete"),
+    }[kind]
     out = []
     for i in range(count):
         condition = None
@@ -154,8 +170,14 @@ def _clauses_of(draw: st.DrawFn, case: dict[str, Any], kind: str) -> list[Clause
 @st.composite
 def merge_cases(draw: st.DrawFn, *, max_depth: int = 2) -> MergeCase:
     """A MERGE case over nested schemas (see the module docstring)."""
-    columns = draw(st.lists(st.tuples(st.sampled_from(["x", "y", "z"]), _types(max_depth)), min_size=1, max_size=3,
-                            unique_by=lambda c: c[0]))
+    columns = draw(
+        st.lists(
+            st.tuples(st.sampled_from(["x", "y", "z"]), _types(max_depth)),
+            min_size=1,
+            max_size=3,
+            unique_by=lambda c: c[0],
+        )
+    )
     universe = Struct((("k", "bigint"), *columns))
     target = draw(_side(universe, recase=False))
     source = draw(_side(universe, recase=True))
@@ -165,10 +187,18 @@ def merge_cases(draw: st.DrawFn, *, max_depth: int = 2) -> MergeCase:
     target_keys = draw(st.lists(st.integers(0, 7), max_size=4, unique=True))
     source_keys = draw(st.lists(st.integers(0, 7), max_size=4, unique=True))
     parts = {"target": target, "source": source}
-    clauses = [c for kind in ("matched", "not_matched", "not_matched_by_source") for c in draw(_clauses_of(parts, kind))]
+    clauses = [
+        c
+        for kind in ("matched", "not_matched", "not_matched_by_source")
+        for c in draw(_clauses_of(parts, kind))
+    ]
     if not clauses:
         clauses = [Clause("matched", "update")]
     return MergeCase(
-        target, _rows(draw, target, target_keys), source, _rows(draw, source, source_keys),
-        tuple(clauses), draw(st.booleans()),
+        target,
+        _rows(draw, target, target_keys),
+        source,
+        _rows(draw, source, source_keys),
+        tuple(clauses),
+        draw(st.booleans()),
     )

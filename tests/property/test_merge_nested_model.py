@@ -11,13 +11,16 @@ refusal (then a typed error naming the column, and the table unchanged).
 from __future__ import annotations
 
 import tempfile
+from typing import TYPE_CHECKING
 
 from hypothesis import HealthCheck, given, settings
 
 from airflow_provider_delta.core.table import DeltaTable
-from tests.merge_model.case import MergeCase
 from tests.merge_model.run import arrow_table, check, make_target
 from tests.merge_model.strategies import merge_cases
+
+if TYPE_CHECKING:
+    from tests.merge_model.case import MergeCase
 
 
 def run_local(case: MergeCase) -> None:
@@ -28,7 +31,9 @@ def run_local(case: MergeCase) -> None:
         check(case, location, lambda: DeltaTable(location).merge_sql(case.statement(), source))
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 @given(merge_cases())
 def test_local_merge_of_nested_data_follows_delta(case: MergeCase) -> None:
     run_local(case)

@@ -8,9 +8,9 @@ import pytest
 
 from airflow_provider_delta.core import DeltaTable
 from airflow_provider_delta.core.commands.cdf_export import export_changes
+from airflow_provider_delta.jobs.runner import run_spec
+from airflow_provider_delta.jobs.spec import JobSpec
 from airflow_provider_delta.spark.cdf_export import SparkExportEngine
-from airflow_provider_delta.spark.jobs.run_job import run_spec
-from airflow_provider_delta.spark.protocol import JobSpec
 from tests.unit.core.cdf_export.helpers import busy_table, read_file_sink, sorted_rows, tree
 
 if TYPE_CHECKING:

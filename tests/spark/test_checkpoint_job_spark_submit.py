@@ -14,9 +14,9 @@ import pyspark
 import pytest
 
 from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.jobs.registry import runner_script
+from airflow_provider_delta.jobs.spec import JobResult, JobSpec
 from airflow_provider_delta.operators.delta import DEFAULT_SPARK_CONF
-from airflow_provider_delta.spark import job_script
-from airflow_provider_delta.spark.protocol import JobResult, JobSpec
 from tests.spark_jobs.helpers import make_table
 
 pytestmark = pytest.mark.spark
@@ -32,7 +32,7 @@ def spark_submit(spec: JobSpec, result: Path) -> subprocess.CompletedProcess[str
         "PYSPARK_DRIVER_PYTHON": sys.executable,
     }
     conf = [arg for key, value in DEFAULT_SPARK_CONF.items() for arg in ("--conf", f"{key}={value}")]
-    command = [str(bin_dir / "spark-submit"), "--master", "local[2]", *conf, job_script()]
+    command = [str(bin_dir / "spark-submit"), "--master", "local[2]", *conf, runner_script()]
     command += ["--spec", spec.to_json(), "--result", str(result)]
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300, check=False)
 

@@ -17,10 +17,10 @@ from airflow_provider_delta.core.commands.optimize import optimize
 from airflow_provider_delta.core.commands.reorg import reorg
 from airflow_provider_delta.core.commands.vacuum import vacuum
 from airflow_provider_delta.core.table import DeltaTable
+from airflow_provider_delta.jobs.runner import run_spec
+from airflow_provider_delta.jobs.spec import JobSpec
 from airflow_provider_delta.spark import SparkExecutor
 from airflow_provider_delta.spark.executor import DELETE_JOB_GROUP, REWRITE_JOB_GROUP, SPARK_DELETE_THRESHOLD
-from airflow_provider_delta.spark.jobs.run_job import run_spec
-from airflow_provider_delta.spark.protocol import JobSpec
 from tests.interop import assert_delta_rs_reads_identically
 from tests.maintenance_tables import (
     disk_files,

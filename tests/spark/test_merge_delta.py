@@ -21,7 +21,7 @@ import pytest
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import MergeError, MergeMultipleMatchError, TableNotFoundError
 from airflow_provider_delta.spark import SparkExecutor, merge_delta, merge_delta_sql
-from airflow_provider_delta.spark.merge_execution import BROADCAST_KEYS_CONF
+from airflow_provider_delta.spark.merge.execution import BROADCAST_KEYS_CONF
 from tests.conformance import find_corpus
 from tests.spark.merge_support import assert_same_merge, canonical
 from tests.spark_cluster import PANDAS_3_WARNING

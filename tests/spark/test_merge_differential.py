@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError
 from airflow_provider_delta.spark import merge_delta
-from airflow_provider_delta.spark.merge_execution import BROADCAST_KEYS_CONF
+from airflow_provider_delta.spark.merge.execution import BROADCAST_KEYS_CONF
 from tests.conformance import find_corpus
 from tests.spark.merge_support import assert_same_merge
 from tests.spark_cluster import PANDAS_3_WARNING

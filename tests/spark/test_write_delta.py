@@ -451,8 +451,8 @@ def test_files_are_packed_into_tasks_as_spark_packs_its_scans() -> None:
 def test_the_write_job_under_spark_writes_its_source_with_spark_executors(
     spark_utc: SparkSession, tmp_path: Path
 ) -> None:
-    from airflow_provider_delta.spark.jobs.run_job import run_spec
-    from airflow_provider_delta.spark.protocol import JobSpec
+    from airflow_provider_delta.jobs.runner import run_spec
+    from airflow_provider_delta.jobs.spec import JobSpec
 
     source, path = tmp_path / "source", tmp_path / "t"
     events(spark_utc, range(50)).write.parquet(str(source))

@@ -106,7 +106,7 @@ def stage_delete(
             deleted += add.num_records or 0
     metrics = {"numRemovedFiles": removed, "numAddedFiles": 0, "numDeletedRows": deleted, "numCopiedRows": 0}
     if to_read and predicate is not None:
-        result = executor.rewrite_files(
+        result = executor.rewriter().rewrite_files(
             WriteTarget.of(snapshot), to_read, DeleteRows(predicate, changes is not None),
             record_changes=changes is not None,
         )
@@ -147,6 +147,6 @@ def delete(
     metrics = stage_delete(txn, snapshot, bound, files, executor, changes=changes)
     if metrics["numRemovedFiles"] == 0:
         return None
-    txn.add_cdc(*executor.write_changes(WriteTarget.of(snapshot), changes or []))
+    txn.add_cdc(*executor.writer().write_changes(WriteTarget.of(snapshot), changes or []))
     txn.operation_metrics = metrics
     return txn.commit()

@@ -21,7 +21,9 @@ import pyarrow.compute as pc
 from airflow_provider_delta.core.change_data import cdf_enabled
 from airflow_provider_delta.core.commands.delete import bound_predicate, matches, operation_predicate
 from airflow_provider_delta.core.executor import LocalExecutor, RowRewrite
-from airflow_provider_delta.core.expressions import bind, evaluate, parse_expression, spread
+from airflow_provider_delta.core.executor.merge.store import store_value, struct_mismatch
+from airflow_provider_delta.core.expressions import _type_of, bind, evaluate, parse_expression, spread
+from airflow_provider_delta.core.schema.arrow import from_arrow_type
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.changes import tag_changes
 from airflow_provider_delta.core.write.rows import check_table_writable, count_true
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from airflow_provider_delta.core.actions import AddFile
     from airflow_provider_delta.core.executor import Executor
     from airflow_provider_delta.core.expressions import Expr
+    from airflow_provider_delta.core.schema.types import DataType
     from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["UpdateRows", "update"]
@@ -64,7 +67,7 @@ class UpdateRows:
         for name, expr in self.assignments:
             target_type = rows.schema.field(name).type
             try:
-                new_values[name] = pc.cast(evaluate(expr, updated), target_type)
+                new_values[name] = _stored(evaluate(expr, updated), target_type)
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as err:
                 raise SchemaMismatchError(
                     f"Cannot update column {name!r}: the value {str(expr)!r} does not fit type {target_type} ({err})"
@@ -83,6 +86,14 @@ class UpdateRows:
         return RowRewrite(rows, changes, {"numUpdatedRows": hits, "numCopiedRows": rows.num_rows - hits})
 
 
+def _stored(values: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array | pa.ChunkedArray:
+    """Values cast to the column's type; structs (also in arrays and maps) by field name, as Delta does."""
+    if not pa.types.is_nested(target):
+        return pc.cast(values, target)
+    chunk = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    return store_value(chunk, from_arrow_type(target))
+
+
 def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple[str, Expr], ...]:  # noqa: A002
     if not set:
         raise DeltaError("Cannot update: no assignments given (set={'column': 'sql expression'})")
@@ -95,8 +106,22 @@ def _bind_assignments(snapshot: Snapshot, set: Mapping[str, str]) -> tuple[tuple
                 f"Cannot update column {name!r}: no such column (columns: {', '.join(snapshot.schema.names)})"
             )
         # Partition columns may be assigned too: the rewritten rows move to their new partition folder.
-        assignments.append((f.name, bind(parse_expression(str(text)), arrow_schema)))
+        bound = bind(parse_expression(str(text)), arrow_schema)
+        _refuse_struct_mismatch(f.name, f.type, _type_of(bound))
+        assignments.append((f.name, bound))
     return tuple(assignments)
+
+
+def _refuse_struct_mismatch(name: str, column: DataType, value: pa.DataType | None) -> None:
+    """Delta's UPDATE stores structs by name and never evolves the schema
+    (``UpdateExpressionsSupport.castIfNeeded``): a struct value must have exactly the column's fields.
+
+    Raises:
+        SchemaMismatchError: the value has a field the column lacks, or lacks one of the column's.
+    """
+    reason = None if value is None else struct_mismatch(value, column, name, allow_missing=False)
+    if reason:
+        raise SchemaMismatchError(f"Cannot update column {name!r}: {reason}. Help: assign the fields one by one")
 
 
 def update(
@@ -123,12 +148,13 @@ def update(
         check_table_writable(snapshot)  # before any file is rewritten
     record = cdf_enabled(snapshot.configuration)
     target = WriteTarget.of(snapshot)
-    result = executor.rewrite_files(target, files, UpdateRows(bound, assignments, record), record_changes=record)
+    rewrite = UpdateRows(bound, assignments, record)
+    result = executor.rewriter().rewrite_files(target, files, rewrite, record_changes=record)
     if not result.removed:
         return None
     txn.remove(*result.removed)
     txn.add(*result.added)
-    txn.add_cdc(*executor.write_changes(target, result.changes))
+    txn.add_cdc(*executor.writer().write_changes(target, result.changes))
     txn.operation_metrics = {
         "numUpdatedRows": result.metrics.get("numUpdatedRows", 0),
         "numCopiedRows": result.metrics.get("numCopiedRows", 0),

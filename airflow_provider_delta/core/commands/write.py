@@ -105,13 +105,13 @@ def write(
             return WriteResult(None, {"appTransactionVersion": done})
         txn.set_app_transaction(app_id, app_version)
     snapshot = stage_schema_evolution(
-        txn, snapshot, executor.data_schema(data), schema_mode=schema_mode, operation=mode,
+        txn, snapshot, executor.writer().data_schema(data), schema_mode=schema_mode, operation=mode,
         partition_by=partition_by, predicate=predicate,
     )
     # Refuse before writing: a refused commit must not leave data files behind.
     check_table_writable(snapshot)
     if mode == "append":
-        adds = executor.write_files(WriteTarget.of(snapshot), data)
+        adds = executor.writer().write_files(WriteTarget.of(snapshot), data)
         metrics: dict[str, Any] = metrics_for_adds(adds)
     else:
         adds, metrics = _overwrite(txn, snapshot, data, predicate, executor)
@@ -131,7 +131,7 @@ def _overwrite(
         files = txn.read_files(None)
         if files:
             refuse_if_append_only(snapshot.metadata, snapshot.location, "WRITE", snapshot.version)
-        adds = executor.write_files(target, data)
+        adds = executor.writer().write_files(target, data)
         txn.remove(*files)
         return adds, {"numRemovedFiles": len(files), **metrics_for_adds(adds)}
     refuse_if_append_only(snapshot.metadata, snapshot.location, "WRITE", snapshot.version)
@@ -151,13 +151,15 @@ def _overwrite(
     text = predicate_text(predicate)
     inserts: list[ChangeRows] = []
     if changes is not None and row_level:
-        adds, inserts = executor.write_files_and_changes(target, data, "insert", require=bound, require_text=text)
+        adds, inserts = executor.writer().write_files_and_changes(
+            target, data, "insert", require=bound, require_text=text
+        )
     else:
-        adds = executor.write_files(target, data, require=bound, require_text=text)
+        adds = executor.writer().write_files(target, data, require=bound, require_text=text)
     metrics = stage_delete(txn, snapshot, bound, files, executor, changes=changes)
     if changes:
         changes.extend(inserts)
-        txn.add_cdc(*executor.write_changes(target, changes))
+        txn.add_cdc(*executor.writer().write_changes(target, changes))
     return adds, {**metrics, **metrics_for_adds(adds)}
 
 

@@ -1,12 +1,15 @@
 """The local executor: a command's data work in this process, with pyarrow on the engine's thread pool.
 
-The default executor of every command. Files are read and written on :mod:`..parallel`'s one pool
-(the same pool the scans and the data-file writer use); change rows are collected as Arrow tables
-and written once per command, so a commit gets as few ``_change_data`` files as its partitions need.
+The default executor of every command, with every capability of the seam (:mod:`.base`): it is its
+own reader, writer, rewriter, deleter and merger (MERGE's join with pyarrow, :mod:`.merge.local`);
+its exporter is :class:`~.export.local.LocalChangeExporter`. Files are read and written on
+:mod:`..parallel`'s one pool (the same pool the scans and the data-file writer use); change rows are
+collected as Arrow tables and written once per command, so a commit gets as few ``_change_data``
+files as its partitions need.
 
 Example:
     >>> executor = LocalExecutor()
-    >>> adds = executor.write_files(WriteTarget.of(snapshot), pa.table({"id": [1]}))  # doctest: +SKIP
+    >>> adds = executor.writer().write_files(WriteTarget.of(snapshot), pa.table({"id": [1]}))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from airflow_provider_delta.core.executor.base import DeleteOutcome, Executor, RewriteResult, delete_paths
+from airflow_provider_delta.core.executor.export.local import LocalChangeExporter
 from airflow_provider_delta.core.parallel import MAX_THREADS, run_parallel
 from airflow_provider_delta.core.read.scan import add_file_reader, read_add_file
 from airflow_provider_delta.core.write.changes import tag_changes, write_change_files
@@ -27,7 +31,18 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.actions import AddCDCFile, AddFile
     from airflow_provider_delta.core.change_data import ChangeType
-    from airflow_provider_delta.core.executor.base import BinLayout, ChangeRows, FileRewrite
+    from airflow_provider_delta.core.executor.base import (
+        BinLayout,
+        ChangeExporter,
+        ChangeRows,
+        FileDeleter,
+        FileReader,
+        FileRewrite,
+        FileRewriter,
+        FileWriter,
+        Merger,
+    )
+    from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
     from airflow_provider_delta.core.expressions import Expr
     from airflow_provider_delta.core.schema.types import StructType
     from airflow_provider_delta.core.storage import Storage
@@ -37,9 +52,45 @@ __all__ = ["LocalExecutor", "rewrite_bin"]
 
 
 class LocalExecutor(Executor):
-    """Data work with pyarrow in this process; ``data`` is a ``pyarrow.Table``."""
+    """Data work with pyarrow in this process; ``data`` is a ``pyarrow.Table``. Every capability."""
 
     name = "local"
+
+    def reader(self) -> FileReader:
+        """This executor (:meth:`read_files`)."""
+        return self
+
+    def writer(self) -> FileWriter:
+        """This executor (:meth:`write_files`, :meth:`change_rows`, :meth:`write_changes`, ...)."""
+        return self
+
+    def rewriter(self) -> FileRewriter:
+        """This executor (:meth:`rewrite_files`, :meth:`rewrite_bins`)."""
+        return self
+
+    def deleter(self) -> FileDeleter:
+        """This executor (:meth:`delete_files`)."""
+        return self
+
+    def merger(self) -> Merger:
+        """This executor (:meth:`merge`)."""
+        return self
+
+    def exporter(self) -> ChangeExporter:
+        """A :class:`~.export.local.LocalChangeExporter`."""
+        return LocalChangeExporter()
+
+    def merge(self, job: MergeJob) -> MergeOutcome:
+        """The MERGE's row work in this process: read, join and run the clauses with pyarrow (:mod:`.merge.local`).
+
+        Raises:
+            MergeError: a value does not fit its column, or the plan holds SQL only Spark evaluates.
+            MergeMultipleMatchError: two source rows would update or delete one target row.
+        """
+        # lazy: the MERGE join loads the expression engine (sqlglot, ~0.2 s), which other commands do not need
+        from airflow_provider_delta.core.executor.merge.local import merge_locally
+
+        return merge_locally(job, self)
 
     def data_schema(self, data: Any) -> pa.Schema:
         """The schema of the Arrow table ``data``."""
@@ -94,6 +145,19 @@ class LocalExecutor(Executor):
     def change_rows(self, target: WriteTarget, data: Any, change_type: ChangeType) -> list[ChangeRows]:
         """The rows, conformed to the table's schema, tagged ``change_type``."""
         return [tag_changes(conform_to_table(_as_table(data), target.schema, location=target.location), change_type)]
+
+    def write_files_and_changes(
+        self,
+        target: WriteTarget,
+        data: Any,
+        change_type: ChangeType,
+        *,
+        require: Expr | None = None,
+        require_text: str = "",
+    ) -> tuple[list[AddFile], list[ChangeRows]]:
+        """:meth:`write_files` and :meth:`change_rows` of the same rows (taking rows in memory twice is free)."""
+        adds = self.write_files(target, data, require=require, require_text=require_text)
+        return adds, self.change_rows(target, data, change_type)
 
     def write_changes(self, target: WriteTarget, changes: Sequence[ChangeRows]) -> list[AddCDCFile]:
         """Write every collected change table in one go (PROTOCOL.md "Change Data Files")."""

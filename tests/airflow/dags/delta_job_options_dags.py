@@ -1,8 +1,8 @@
 """Test-only DAG: a job option that a template fills in is checked after rendering.
 
-``delta_job_options_rendered``: ``cleanup_log`` comes from ``{{ params.keep_log }}``; without
-``render_template_as_native_obj`` it renders to the string ``'False'``, which the operator refuses
-before running anything (the task fails without retries; the table's log is untouched).
+``delta_job_options_rendered``: ``cleanup_log`` comes from ``{{ params.keep_log }}``, which renders
+to the string ``'sometimes'``: not a bool (``'False'`` would become ``False``), so the operator refuses
+it before running anything (the task fails without retries; the table's log is untouched).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ with DAG(
     dag_id="delta_job_options_rendered",
     schedule=None,
     start_date=datetime(2026, 1, 1),
-    params={"table": "/nonexistent", "keep_log": False},
+    params={"table": "/nonexistent", "keep_log": "sometimes"},
     default_args={"retries": 2, "retry_delay": timedelta(seconds=0)},
 ) as rendered_options:
     DeltaSparkJobOperator(

@@ -2,7 +2,7 @@
 
 ``delta_job_policy_matrix``: one write task per conflict action; each overwrites partition 'a' of
 its own table (``{{ params.root }}/<case>/t``) while a concurrent writer appends there. The jobs run
-in the task's process (``run_job.main(... --engine local)``: the real job code, no JVM) so the four
+in the task's process (``runner.main(... --engine local)``: the real job code, no JVM) so the four
 cases cost no spark-submit.
 
 ``delta_job_spark_conflict``: the same conflict through a real spark-submit (``local[2]``), the data
@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import DAG
 
+from airflow_provider_delta.jobs.runner import main as run_job_main
 from airflow_provider_delta.operators.delta import DeltaSparkJobOperator
-from airflow_provider_delta.spark.jobs.run_job import main as run_job_main
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_provider_delta.hooks.delta import DeltaHook
-    from airflow_provider_delta.spark.protocol import JobSpec
+    from airflow_provider_delta.jobs.spec import JobSpec
 
 CASES = {
     "in_job_retry": {"base_backoff": 0.01, "max_backoff": 0.05},

@@ -36,7 +36,7 @@ with DAG(
         >> DeltaReorgOperator(task_id="reorg", table=table, engine="local")
         >> DeltaVacuumOperator(
             task_id="vacuum_dry_run", table=table, retention_hours=0, enforce_retention_duration=False,
-            dry_run=True, max_files_in_xcom=3, engine="local",
+            dry_run=True, max_files_in_result=3, engine="local",
         )
         >> DeltaVacuumOperator(
             task_id="vacuum", table=table, retention_hours="{{ 0 }}", enforce_retention_duration=False,

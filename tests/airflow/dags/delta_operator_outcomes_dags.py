@@ -31,7 +31,7 @@ from airflow_provider_delta.policies.conflicts import DeltaConflictRetryPolicy
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_delta.spark.protocol import JobSpec
+    from airflow_provider_delta.jobs.spec import JobSpec
 
 ROOT = "{{ params.root }}"
 

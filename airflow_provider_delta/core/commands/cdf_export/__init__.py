@@ -11,8 +11,9 @@ delete files they still need (:mod:`.watermarks`).
 
 Modules: :mod:`.model` (result, identity), :mod:`.plan` (range, segments, preflight), :mod:`.units`
 (the work items and their output), :mod:`.envelope` (Debezium), :mod:`.sink_files`,
-:mod:`.sink_delta`, :mod:`.engine` (local engine; Spark's is ``spark/cdf_export.py``),
-:mod:`.watermarks` (vacuum coordination) and :mod:`.export` (the run).
+:mod:`.sink_delta`, :mod:`.watermarks` (vacuum coordination) and :mod:`.export` (the run). The data
+work is the executor's ``exporter()`` capability (``core/executor/export/``: the units and the local
+exporter; Spark's is ``spark/cdf_export.py``).
 
 Example:
     >>> from airflow_provider_delta.core.commands.cdf_export import export_changes
@@ -22,7 +23,6 @@ Example:
 
 from __future__ import annotations
 
-from airflow_provider_delta.core.commands.cdf_export.engine import ExportEngine, LocalExportEngine
 from airflow_provider_delta.core.commands.cdf_export.export import export_changes
 from airflow_provider_delta.core.commands.cdf_export.model import ExportIdentity, ExportResult, export_app_id
 from airflow_provider_delta.core.commands.cdf_export.watermarks import (
@@ -34,12 +34,16 @@ from airflow_provider_delta.core.commands.cdf_export.watermarks import (
     registered_exporters,
     unregister_exporter,
 )
+from airflow_provider_delta.core.executor.export.local import LocalChangeExporter
+
+LocalExportEngine = LocalChangeExporter
+"""The local executor's exporter under the name exports gave it before the executor seam."""
 
 __all__ = [
-    "ExportEngine",
     "ExportIdentity",
     "ExportResult",
     "ExporterNeeds",
+    "LocalChangeExporter",
     "LocalExportEngine",
     "RegisteredExporter",
     "export_app_id",

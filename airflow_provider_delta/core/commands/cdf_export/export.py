@@ -7,7 +7,6 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.commands.cdf_export import watermarks
-from airflow_provider_delta.core.commands.cdf_export.engine import LocalExportEngine
 from airflow_provider_delta.core.commands.cdf_export.model import (
     ENVELOPES,
     FORMATS,
@@ -17,7 +16,8 @@ from airflow_provider_delta.core.commands.cdf_export.model import (
 from airflow_provider_delta.core.commands.cdf_export.plan import ExportPlan, RangeRequest, plan_export
 from airflow_provider_delta.core.commands.cdf_export.sink_delta import DeltaSink
 from airflow_provider_delta.core.commands.cdf_export.sink_files import FileSink
-from airflow_provider_delta.core.commands.cdf_export.units import UnitJob, output_schema
+from airflow_provider_delta.core.executor import LocalExecutor
+from airflow_provider_delta.core.executor.export.units import UnitJob, output_schema
 from airflow_provider_delta.core.snapshot import Snapshot, load_snapshot
 from airflow_provider_delta.core.storage import storage_for
 from airflow_provider_delta.exceptions import DeltaError, ExportOptionError, ProtocolError
@@ -25,9 +25,9 @@ from airflow_provider_delta.exceptions import DeltaError, ExportOptionError, Pro
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from airflow_provider_delta.core.commands.cdf_export.engine import ExportEngine
     from airflow_provider_delta.core.commands.cdf_export.model import Envelope, ExportFormat
-    from airflow_provider_delta.core.commands.cdf_export.units import ExportUnit
+    from airflow_provider_delta.core.executor import ChangeExporter, Executor
+    from airflow_provider_delta.core.executor.export.units import ExportUnit
 
 __all__ = ["export_changes"]
 
@@ -89,7 +89,8 @@ def export_changes(
     storage_options: Mapping[str, str] | None = None,
     sink_storage_options: Mapping[str, str] | None = None,
     register_watermark: bool | None = None,
-    engine: ExportEngine | None = None,
+    executor: Executor | None = None,
+    engine: ChangeExporter | None = None,
 ) -> ExportResult:
     """Export the change data feed of ``source`` into ``sink``, exactly once, resuming where the sink ends.
 
@@ -110,7 +111,8 @@ def export_changes(
         register_watermark: register the export in the source table for VACUUM (a domainMetadata
             commit): None registers when the table supports domain metadata, True also upgrades its
             protocol to support it, False never registers.
-        engine: where the data work runs (default: :class:`LocalExportEngine`).
+        executor: where the data work runs (default: the local executor): its ``exporter()``.
+        engine: the exporter itself, instead of ``executor``'s (e.g. one wrapped by a test).
 
     Returns:
         An :class:`ExportResult`.
@@ -124,12 +126,14 @@ def export_changes(
         ChangeDataMissingError: a commit or change/data file of the range is gone (names the version and file).
         ExportSchemaChangeError: a Delta sink cannot take a schema change of the range.
         ConcurrentTransactionException: another run of the export landed the same versions first.
+        ExecutorCapabilityError: ``executor`` cannot export change data (it has no exporter).
 
     Example:
         >>> export_changes("/data/orders", "/exports/orders").to_dict()  # doctest: +SKIP
         {'start': 0, 'end': 12, 'versions': 13, 'rows': 4211, 'skipped': False, 'sink_version': None, ...}
     """
     keys = _check_options(format, envelope, name, key_columns, max_versions, starting_version, ending_version)
+    exporter = engine or (executor or LocalExecutor()).exporter()  # before anything is written
     latest = _latest(source, storage_options)
     _check_keys(latest, keys)
     identity = ExportIdentity(latest.metadata.id, latest.location, name, format, envelope, keys)
@@ -148,7 +152,7 @@ def export_changes(
         return ExportResult(plan.start, plan.end, 0, 0, True, None, **base,
                             registered=_registration(latest, sink, name) is not None)
     registered = _register(latest, sink, name, format, plan.start - 1, register_watermark, only_if_absent=True)
-    run = _Run(identity, plan, engine or LocalExportEngine())
+    run = _Run(identity, plan, exporter)
     result = run.into_delta(opened) if isinstance(opened, DeltaSink) else run.into_files(opened)
     registered = _register(latest, sink, name, format, plan.end, register_watermark) or registered
     return ExportResult(plan.start, plan.end, plan.versions, **result, skipped=False, **base, registered=registered)
@@ -190,9 +194,9 @@ def _register(
 
 
 class _Run:
-    """The data part of one run: the plan's units through the engine into the sink."""
+    """The data part of one run: the plan's units through the exporter into the sink."""
 
-    def __init__(self, identity: ExportIdentity, plan: ExportPlan, engine: ExportEngine) -> None:
+    def __init__(self, identity: ExportIdentity, plan: ExportPlan, engine: ChangeExporter) -> None:
         self.identity = identity
         self.plan = plan
         self.engine = engine

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
+
+from airflow_provider_delta.core.executor.export.units import Envelope, ExportFormat
 
 __all__ = [
     "ENVELOPES",
@@ -15,8 +17,6 @@ __all__ = [
     "export_app_id",
 ]
 
-ExportFormat = Literal["parquet", "delta", "jsonl"]
-Envelope = Literal["flat", "debezium"]
 FORMATS: tuple[ExportFormat, ...] = ("parquet", "delta", "jsonl")
 ENVELOPES: tuple[Envelope, ...] = ("flat", "debezium")
 

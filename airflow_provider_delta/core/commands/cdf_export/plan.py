@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 
 from airflow_provider_delta.core.actions import Metadata
 from airflow_provider_delta.core.change_data import CDF_PROPERTY, cdf_enabled
-from airflow_provider_delta.core.commands.cdf_export.units import ExportUnit, units_of
+from airflow_provider_delta.core.executor.export.units import ExportUnit, units_of
 from airflow_provider_delta.core.log.paths import commit_path
 from airflow_provider_delta.core.log.replay import read_commit
 from airflow_provider_delta.core.parallel import run_parallel

@@ -3,7 +3,8 @@
 :mod:`~airflow_provider_delta.core.commands.merge.builder` and :mod:`~airflow_provider_delta.core.commands.merge.sql`
 produce the same clause model (:mod:`~airflow_provider_delta.core.commands.merge.model`);
 :mod:`~airflow_provider_delta.core.commands.merge.plan` resolves it (schema evolution, join keys, file pruning);
-:mod:`~airflow_provider_delta.core.commands.merge.local` executes the plan with pyarrow and commits.
+:mod:`~airflow_provider_delta.core.commands.merge.command` hands the plan to the executor's merger
+(the local one joins with pyarrow, :mod:`~airflow_provider_delta.core.executor.merge.local`) and commits.
 
 Example:
     >>> t.merge(src, "t.id = s.id", source_alias="s", target_alias="t") \\

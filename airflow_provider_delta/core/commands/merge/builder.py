@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.commands.merge.command import execute_merge
 from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
-from airflow_provider_delta.core.commands.merge.source import as_merge_source
 from airflow_provider_delta.core.commands.merge.sql import parse_merge_sql
+from airflow_provider_delta.core.executor.merge.source import as_merge_source
 from airflow_provider_delta.core.session import write_defaults
 from airflow_provider_delta.exceptions import MergeError
 

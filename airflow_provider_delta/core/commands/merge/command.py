@@ -4,9 +4,11 @@
    evolution, the join keys, the predicate of the files that can hold affected rows);
 2. refuse what cannot be written (append-only tables, unsupported writer features) before any file
    is written; open a transaction and record the candidate files as its read;
-3. the executor does the row work (:class:`~.job.MergeJob` -> :class:`~.job.MergeOutcome`): Spark's
-   joins in Spark (``Executor.merge``); the local executor joins with pyarrow in this process
-   (:func:`~.local.merge_locally`, over the executor's ``read_files`` / ``write_files``);
+3. the executor's merger does the row work (``executor.merger().merge``:
+   :class:`~airflow_provider_delta.core.executor.merge.job.MergeJob` in,
+   :class:`~airflow_provider_delta.core.executor.merge.job.MergeOutcome` out): the local executor
+   joins with pyarrow in this process, Spark's in Spark; an executor without a merger is refused
+   with ``ExecutorCapabilityError`` before any file is written;
 4. commit the removes, adds and change files with the evolved metadata, Delta's operation
    parameters and metrics, once (nothing when nothing changed).
 
@@ -22,13 +24,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.change_data import cdf_enabled
-from airflow_provider_delta.core.commands.merge.job import MergeJob, MergeOutcome
-from airflow_provider_delta.core.commands.merge.local import merge_locally
 from airflow_provider_delta.core.commands.merge.plan import plan_merge
-from airflow_provider_delta.core.commands.merge.source import as_merge_source
 from airflow_provider_delta.core.commands.schema.update import metadata_with_schema
 from airflow_provider_delta.core.commands.schema.write import with_metadata
 from airflow_provider_delta.core.executor import LocalExecutor
+from airflow_provider_delta.core.executor.merge.job import MergeJob, MergeOutcome
+from airflow_provider_delta.core.executor.merge.source import as_merge_source
 from airflow_provider_delta.core.transaction.commit import Transaction, refuse_if_append_only
 from airflow_provider_delta.core.write.memory import rewrite_memory_pool
 from airflow_provider_delta.core.write.rows import check_table_writable
@@ -74,6 +75,7 @@ def execute_merge(
     Raises:
         MergeError: invalid statement (see :func:`plan_merge`), or a value that does not fit its column.
         MergeMultipleMatchError: two source rows would update or delete one target row.
+        ExecutorCapabilityError: ``executor`` cannot run MERGE (it has no merger).
     """
     if (app_id is None) != (app_version is None):
         raise MergeError("Cannot run MERGE: pass app_id and app_version together (idempotent merges need both)")
@@ -107,6 +109,7 @@ def _execute_merge(
     app: tuple[str, int] | None,
 ) -> dict[str, Any]:
     started = time.monotonic()
+    merger = executor.merger()  # before planning: an executor without a merger fails fast
     plan = plan_merge(snapshot, spec, source)
     if plan.matched or plan.not_matched_by_source:  # as Delta: only insert-only merges may run append-only
         refuse_if_append_only(snapshot.metadata, snapshot.location, "MERGE", snapshot.version)
@@ -125,9 +128,7 @@ def _execute_merge(
     log.info("MERGE into %s at version %d: %d file(s) may hold affected rows, %d source row(s), executor %s",
              snapshot.location, snapshot.version, len(files), plan.source_rows, executor.name)
     job = MergeJob(plan, snapshot, writer, tuple(files), source, cdf_enabled(writer.configuration))
-    outcome = executor.merge(job)
-    if outcome is None:
-        outcome = merge_locally(job, executor)
+    outcome = merger.merge(job)
     log.info("MERGE into %s: %d file(s) rewritten, %d data and %d change file(s) written; %s",
              snapshot.location, len(outcome.removed), len(outcome.added), len(outcome.cdc),
              ", ".join(f"{k}={v}" for k, v in outcome.counts.items()))

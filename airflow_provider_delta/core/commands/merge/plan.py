@@ -4,8 +4,8 @@ The plan is engine-neutral: bound expressions (evaluated over rows laid out as o
 alias, see :func:`airflow_provider_delta.core.expressions.bind`) together with their Spark SQL text,
 the schema the commit will have, the equi-join keys, and the predicate that selects the target files
 that can hold affected rows. An executor turns it into files and actions: the local one with pyarrow
-(:mod:`airflow_provider_delta.core.commands.merge.local`), Spark's with a Spark join over the SQL texts.
-The source is a :class:`~airflow_provider_delta.core.commands.merge.source.MergeSource`: its schema, a
+(:mod:`airflow_provider_delta.core.executor.merge.local`), Spark's with a Spark join over the SQL texts.
+The source is a :class:`~airflow_provider_delta.core.executor.merge.source.MergeSource`: its schema, a
 summary of its key values (computed by its engine), and for Spark a typer for SQL that core's
 expressions do not cover (CASE, the Spark function library): such an expression is planned as an
 :class:`EngineExpr`, typed by Spark's analyzer, and only the Spark executor can run the plan.
@@ -18,8 +18,12 @@ Schema evolution follows Delta Lake (``MERGE WITH SCHEMA EVOLUTION`` / ``autoMer
 - With evolution they assign every *source* column: new ones are added to the table (at the end,
   also inside structs and struct map values); target columns missing from the source stay unchanged
   (update) or NULL (insert); ``EXCEPT`` names source columns, and an excluded new column is not added.
-- An explicit assignment adds a column only when its value is the source column of the same name
-  (``SET t.new = s.new``, ``SET t.a.new = s.a.new``); expressions, renames and casts never do.
+- An UPDATE or INSERT assignment to a column (or nested field) the target lacks and the source has
+  adds it with the source column's type, whatever value it assigns (``SET t.new = s.other + 1``);
+  one the source lacks is an error, and so is one in NOT MATCHED BY SOURCE (Delta's
+  ``computePostEvolutionTargetSchema``).
+- Values are stored as Delta stores them (:mod:`~airflow_provider_delta.core.executor.merge.store`):
+  structs by name; without evolution a struct value must have the column's fields.
 
 Example:
     >>> plan = plan_merge(snapshot, spec, source_table)   # doctest: +SKIP
@@ -29,20 +33,26 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.commands.merge.source import (
+from airflow_provider_delta.core.executor.merge.plan import (
+    Assignment,
+    EngineExpr,
+    JoinKey,
+    MergePlan,
+    PlannedClause,
+)
+from airflow_provider_delta.core.executor.merge.source import (
     KeySummary,
     MergeSource,
     SourceSummary,
     as_merge_source,
 )
-from airflow_provider_delta.core.commands.merge.source import source_key_column as source_key_column
-from airflow_provider_delta.core.commands.merge.store import missing_fields
+from airflow_provider_delta.core.executor.merge.source import source_key_column as source_key_column
+from airflow_provider_delta.core.executor.merge.store import struct_mismatch
 from airflow_provider_delta.core.expressions import (
     And,
     Column,
@@ -73,89 +83,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from airflow_provider_delta.core.commands.merge.model import MergeClause, MergeSpec
-    from airflow_provider_delta.core.commands.merge.source import SqlTyper
+    from airflow_provider_delta.core.executor.merge.source import SqlTyper
     from airflow_provider_delta.core.snapshot import Snapshot
 
 __all__ = ["Assignment", "EngineExpr", "JoinKey", "MergePlan", "PlannedClause", "plan_merge"]
-
-
-@dataclass(frozen=True)
-class EngineExpr(Expr):
-    """SQL outside core's expression surface, typed by the executing engine (Spark) and run only there."""
-
-    sql: str
-    dtype: pa.DataType | None = None
-
-
-@dataclass(frozen=True)
-class Assignment:
-    """``target path = value``: the path in the evolved schema's spelling, the value bound in the clause scope.
-
-    ``sql`` is the value as Spark SQL over the clause's aliases (what the Spark executor evaluates).
-    """
-
-    path: tuple[str, ...]
-    value: Expr
-    sql: str
-    preserve: bool = False  # fields of a struct value lacks keep the target row's values (UPDATE SET *)
-
-
-@dataclass(frozen=True)
-class PlannedClause:
-    """A resolved clause. ``assignments`` is empty for DELETE; ``condition_sql`` is the condition's text."""
-
-    kind: str
-    action: str
-    label: str
-    condition: Expr | None
-    assignments: tuple[Assignment, ...]
-    condition_sql: str | None = None
-
-
-@dataclass(frozen=True)
-class JoinKey:
-    """An equality of the join condition: target field path = source field path."""
-
-    target: tuple[str, ...]
-    source: tuple[str, ...]
-    target_type: pa.DataType
-    source_type: pa.DataType
-
-    def __str__(self) -> str:
-        return f"{'.'.join(self.target)} = {'.'.join(self.source)}"
-
-
-@dataclass(frozen=True)
-class MergePlan:
-    """Everything an executor needs. Expressions in the pair scope read struct columns named by the aliases."""
-
-    target_alias: str
-    source_alias: str
-    current_schema: StructType
-    schema: StructType
-    keys: tuple[JoinKey, ...]
-    target_filter: Expr | None  # target-only conjuncts of the condition, over plain target columns
-    source_filter: Expr | None  # source-only conjuncts, over plain source columns
-    residual: Expr | None  # the rest of the condition, in the pair scope
-    matched: tuple[PlannedClause, ...]
-    not_matched: tuple[PlannedClause, ...]
-    not_matched_by_source: tuple[PlannedClause, ...]
-    file_predicate: Expr | None  # target files that may hold affected rows; None: all of them
-    duplicates_allowed: bool  # only an unconditional DELETE on match: several source rows may match
-    operation_parameters: dict[str, Any]
-    condition_sql: str = ""  # the ON condition as written (Spark SQL over both aliases)
-    source_rows: int = 0  # rows in the source
-    engine_only: tuple[str, ...] = ()  # labels of clauses with SQL only the engine's typer understood
-
-    @property
-    def evolved(self) -> bool:
-        """Whether the merge changes the table schema."""
-        return self.schema != self.current_schema
-
-    @property
-    def clauses(self) -> tuple[PlannedClause, ...]:
-        """Every clause: matched, then not matched, then not matched by source (each kind in order)."""
-        return self.matched + self.not_matched + self.not_matched_by_source
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -227,12 +158,17 @@ def _field_at(struct: StructType, path: Sequence[str]) -> StructField:
     return found
 
 
-def _wrap(path: Sequence[str], leaf: StructField) -> StructField:
-    """``leaf`` nested in structs named by ``path[:-1]`` (for a nested new field)."""
-    f = leaf
-    for name in reversed(path[:-1]):
-        f = StructField(name, StructType((f,)), True)
-    return f
+def _kept_source(schema: StructType, base: tuple[str, ...], targets: set[tuple[str, ...]]) -> StructType:
+    """The source fields whose path (lowercase) is in ``targets``, whole, and the structs leading to one
+    (Delta's ``filterSchema``); nullable, as the columns schema evolution adds are."""
+    fields = []
+    for f in schema.fields:
+        path = (*base, f.name.lower())
+        if path in targets:
+            fields.append(StructField(f.name, as_nullable(f.type), True, f.metadata))
+        elif isinstance(f.type, StructType) and any(t[: len(path)] == path for t in targets):
+            fields.append(StructField(f.name, _kept_source(f.type, path, targets), True, f.metadata))
+    return StructType(tuple(fields))
 
 
 def _assignable(value: pa.DataType | None, target: DataType, path: str) -> str | None:
@@ -441,6 +377,7 @@ class _Planner:
         out: list[_Raw] = []
         for column, value in c.assignments or ():
             path = self.target_path(column, where)
+            self.refuse_unknown_target(c, where, path)
             expr = self.qualify(self.parse(value, where, predicate=False), aliases, where)
             direct = expr.path if isinstance(expr, Column) and expr.qualifier == self.sa else None
             out.append((path, expr, direct, value))
@@ -499,18 +436,17 @@ class _Planner:
     # -- schema evolution
     def evolve(self, raw: list[tuple[MergeClause, str, list[_Raw]]]) -> StructType:
         """The schema after evolution: Delta's ``ResolveDeltaMergeInto.computePostEvolutionTargetSchema``
-        (delta-spark 4.4.0) merges into the target every source field an UPDATE or INSERT assignment
-        names as its *target* (whatever value it assigns), with the source field's name and type."""
-        incoming = StructType(())
-        for clause, where, assignments in raw:
-            for path, _expr, _direct, _sql in assignments:
-                self.refuse_unknown_target(clause, where, path)
-                src_path = _find_path(self.source, path) if self.evolution else None
-                if src_path is None or clause.kind == "not_matched_by_source":
-                    continue
-                leaf = _field_at(self.source, src_path)
-                named = StructField(leaf.name, as_nullable(leaf.type), True, leaf.metadata)
-                incoming = self.merge(incoming, _wrap(src_path, named), where, merge_schemas)
+        (delta-spark 4.4.0) keeps the source fields an UPDATE or INSERT assignment names as its *target*
+        (whatever value it assigns), in the source's order, and merges them into the target's schema."""
+        if not self.evolution:
+            return self.target
+        targets = {
+            tuple(p.lower() for p in path)
+            for clause, _where, assignments in raw
+            if clause.kind != "not_matched_by_source"
+            for path, _expr, _direct, _sql in assignments
+        }
+        incoming = _kept_source(self.source, (), targets)
         if not len(incoming):
             return self.target
         return self.merge(self.target, incoming, "schema evolution", merge_schemas, whole=True)
@@ -606,13 +542,12 @@ class _Planner:
                     ) from err
                 value_type = _type_of(bound)
             column_type = _field_at(schema, canonical).type
-            reason = _assignable(value_type, column_type, ".".join(canonical))
-            missing = None if self.evolution or value_type is None else missing_fields(
-                value_type, column_type, ".".join(canonical))
-            if missing and not reason:  # Delta's by-name cast without evolution: the structs must have the same fields
-                reason = (f"the value has no field {missing!r} (without schema evolution a struct value must "
-                          "have every field of the column's struct). Help: enable schema evolution (the "
-                          "missing fields are then NULL), or assign the fields one by one")
+            # Delta's by-name cast (castIfNeeded) checks the structs first, then the other types.
+            reason = None if value_type is None else struct_mismatch(
+                value_type, column_type, ".".join(canonical), allow_missing=self.evolution)
+            if reason and not self.evolution and "has no field" in reason:
+                reason += ". Help: enable schema evolution (missing fields are then NULL), or assign fields one by one"
+            reason = reason or _assignable(value_type, column_type, ".".join(canonical))
             if reason:
                 raise MergeError(
                     f"Cannot assign {sql!r} to column {'.'.join(canonical)!r} in {where}: {reason}",

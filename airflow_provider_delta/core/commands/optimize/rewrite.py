@@ -118,7 +118,7 @@ def run_rewrite(
              request.operation, snapshot.location, snapshot.version, len(files), len(request.bins), len(partitions))
     txn = Transaction(snapshot, operation=request.operation, operation_parameters=request.parameters)
     txn.mark_files_read(*files)
-    written = executor.rewrite_bins(WriteTarget.of(snapshot), request.bins, request.layout)
+    written = executor.rewriter().rewrite_bins(WriteTarget.of(snapshot), request.bins, request.layout)
     added = [a for bin_adds in written for a in bin_adds]
     txn.remove(*files, data_change=False)
     txn.add(*added)

@@ -179,7 +179,7 @@ def vacuum(
     start = _commit(snapshot, "VACUUM START", params, metrics)
     snapshot = snapshot.advance(start)  # END follows START directly (no rebase round trip)
     try:
-        outcome = executor.delete_files(snapshot.storage, [f.path for f in plan.files])
+        outcome = executor.deleter().delete_files(snapshot.storage, [f.path for f in plan.files])
         deleted_dirs = _delete_dirs(snapshot, plan.dirs) if not outcome.failed else []
     except BaseException:
         _commit(snapshot, "VACUUM END", {"status": "FAILED"}, {})

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.exceptions import DeltaError, MergeError, SchemaEvolutionError
+from airflow_provider_delta.exceptions import DeltaError, MergeError
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
-from airflow_provider_delta.core.commands.merge.probe import SortedKeys
+from airflow_provider_delta.core.executor.merge.probe import SortedKeys
 
 
 def _hash_join_pairs(target: pa.Array, source: pa.Array, rows: np.ndarray | None) -> set[tuple[int, int]]:
