@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_delta.core.table import DeltaTable
 from airflow_provider_delta.exceptions import DeltaError
-from airflow_provider_delta.spark.merge import merge_delta_sql
+from airflow_provider_delta.spark import merge_delta_sql
 from tests.delta_spark import DeltaSparkError
 from tests.interop import canonical_rows
 from tests.interop.delta_spark_support import schema_shape
