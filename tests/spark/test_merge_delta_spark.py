@@ -228,13 +228,8 @@ HAND_PICKED: dict[str, OracleCase] = {
 }
 
 # Known departures of the engine from delta-spark: case name -> the discrepancy.
-DEPARTURES: dict[str, str] = {
-    "insert-nested-column-refused": (
-        "issue 22 item 4: WHEN NOT MATCHED THEN INSERT (k, x.b) VALUES (s.k, s.x.b): delta-spark refuses "
-        "(DELTA_UNSUPPORTED_NESTED_FIELD_IN_OPERATION, nested field in the INSERT clause); both executors "
-        "insert the row"
-    ),
-}
+#: Cases where the engine departs from delta-spark today (case name -> the departure), run as strict xfails.
+DEPARTURES: dict[str, str] = {}
 
 
 def _params(cases: dict[str, OracleCase]) -> list[object]:
