@@ -19,6 +19,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_provider_delta.core.schema.mapping import field_id, physical_name
 from airflow_provider_delta.core.schema.types import (
@@ -319,3 +320,19 @@ __all__ = [
     "to_arrow_schema",
     "to_arrow_type",
 ]
+
+
+def rebased_offsets(arr: pa.Array) -> tuple[pa.Array, int, int]:
+    """The offsets of a list or map array rebased to start at 0, and the child range ``[start, stop)``
+    they index.
+
+    A sliced list's or map's offsets still index the whole child array, and Arrow refuses such offsets
+    together with a validity mask; rebasing also keeps the children as small as the slice.
+    """
+    offsets = arr.offsets
+    if len(offsets) == 0:
+        return offsets, 0, 0
+    start, stop = offsets[0].as_py(), offsets[-1].as_py()
+    if start != 0 or offsets.offset != 0:
+        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
+    return offsets, start, stop

@@ -22,7 +22,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.schema.arrow import PARQUET_FIELD_ID_KEY, to_arrow_schema, to_arrow_type
+from airflow_provider_delta.core.schema.arrow import (
+    PARQUET_FIELD_ID_KEY,
+    rebased_offsets,
+    to_arrow_schema,
+    to_arrow_type,
+)
 from airflow_provider_delta.core.schema.mapping import ColumnMappingMode, field_id, physical_name
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
@@ -353,26 +358,12 @@ def _conform_list(
     arr: pa.Array, dt: ArrayType, target: pa.DataType, mode: ColumnMappingMode, path: tuple[str, ...]
 ) -> pa.Array:
     arr = _as_list(arr, dt, path)
-    offsets, start, stop = _rebased_offsets(arr)
+    offsets, start, stop = rebased_offsets(arr)
     values = arr.values.slice(start, stop - start)
     values = _conform_array(values, dt.element_type, target.value_type, mode, (*path, "element"))
     mask = arr.is_null() if arr.null_count else None
     return pa.ListArray.from_arrays(offsets, values, type=target, mask=mask)
 
-
-def _rebased_offsets(arr: pa.Array) -> tuple[pa.Array, int, int]:
-    """Return offsets starting at 0 and the child range ``[start, stop)`` they index.
-
-    ``offsets`` of a sliced list or map still index the full child array, and Arrow refuses to
-    combine such offsets with a validity mask; rebasing also keeps the children as small as the slice.
-    """
-    offsets = arr.offsets
-    if len(offsets) == 0:
-        return offsets, 0, 0
-    start, stop = offsets[0].as_py(), offsets[-1].as_py()
-    if start != 0 or offsets.offset != 0:
-        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
-    return offsets, start, stop
 
 
 def _conform_map(
@@ -380,7 +371,7 @@ def _conform_map(
 ) -> pa.Array:
     if not pa.types.is_map(arr.type):
         raise _mismatch(path, arr, dt, "expected a map")
-    offsets, start, stop = _rebased_offsets(arr)
+    offsets, start, stop = rebased_offsets(arr)
     keys, items = arr.keys.slice(start, stop - start), arr.items.slice(start, stop - start)
     keys = _conform_array(keys, dt.key_type, target.key_type, mode, (*path, "key"))
     items = _conform_array(items, dt.value_type, target.item_type, mode, (*path, "value"))

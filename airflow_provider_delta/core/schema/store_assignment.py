@@ -38,7 +38,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_provider_delta.core.schema import text_cast
-from airflow_provider_delta.core.schema.arrow import from_arrow_type, to_arrow_type
+from airflow_provider_delta.core.schema.arrow import from_arrow_type, rebased_offsets, to_arrow_type
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
     BinaryType,
@@ -304,20 +304,11 @@ def _assign_struct(arr: pa.Array, target: StructType, arrow: pa.DataType, path: 
     return pa.StructArray.from_arrays(out, fields=fields, mask=_validity(arr))
 
 
-def _offsets(arr: pa.Array) -> tuple[pa.Array, int, int]:
-    offsets = arr.offsets
-    if len(offsets) == 0:
-        return offsets, 0, 0
-    start, stop = offsets[0].as_py(), offsets[-1].as_py()
-    if start != 0 or offsets.offset != 0:
-        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
-    return offsets, start, stop
-
 
 def _assign_list(arr: pa.Array, target: ArrayType, arrow: pa.DataType, path: str) -> pa.Array:
     if not pa.types.is_list(arr.type):
         raise CastError(f"Cannot assign to column {path!r}: the value is not an array", column=path)
-    offsets, start, stop = _offsets(arr)
+    offsets, start, stop = rebased_offsets(arr)
     values = _assign(arr.values.slice(start, stop - start), target.element_type, f"{path}.element")
     return pa.ListArray.from_arrays(offsets, values, type=arrow, mask=_validity(arr))
 
@@ -325,7 +316,7 @@ def _assign_list(arr: pa.Array, target: ArrayType, arrow: pa.DataType, path: str
 def _assign_map(arr: pa.Array, target: MapType, arrow: pa.DataType, path: str) -> pa.Array:
     if not pa.types.is_map(arr.type):
         raise CastError(f"Cannot assign to column {path!r}: the value is not a map", column=path)
-    offsets, start, stop = _offsets(arr)
+    offsets, start, stop = rebased_offsets(arr)
     keys = _assign(arr.keys.slice(start, stop - start), target.key_type, f"{path}.key")
     items = _assign(arr.items.slice(start, stop - start), target.value_type, f"{path}.value")
     if keys.null_count:

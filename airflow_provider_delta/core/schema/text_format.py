@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_provider_delta.core.schema.arrow import rebased_offsets
 from airflow_provider_delta.core.schema.types import (
     ArrayType,
     BinaryType,
@@ -140,15 +141,6 @@ def _null_text(arr: pa.Array) -> pa.Array:
     return pc.fill_null(arr, "null")
 
 
-def _offsets(arr: pa.Array) -> tuple[pa.Array, int, int]:
-    offsets = arr.offsets
-    if len(offsets) == 0:
-        return offsets, 0, 0
-    start, stop = offsets[0].as_py(), offsets[-1].as_py()
-    if start != 0 or offsets.offset != 0:
-        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
-    return offsets, start, stop
-
 
 def _wrap(joined: pa.Array, left: str, right: str, arr: pa.Array) -> pa.Array:
     out = pc.binary_join_element_wise(left, joined, right, "")
@@ -156,14 +148,14 @@ def _wrap(joined: pa.Array, left: str, right: str, arr: pa.Array) -> pa.Array:
 
 
 def _list(arr: pa.Array, source: ArrayType, path: str) -> pa.Array:
-    offsets, start, stop = _offsets(arr)
+    offsets, start, stop = rebased_offsets(arr)
     values = _null_text(format_values(arr.values.slice(start, stop - start), source.element_type, path))
     lists = pa.ListArray.from_arrays(offsets, values)
     return _wrap(pc.binary_join(lists, ", "), "[", "]", arr)
 
 
 def _map(arr: pa.Array, source: MapType, path: str) -> pa.Array:
-    offsets, start, stop = _offsets(arr)
+    offsets, start, stop = rebased_offsets(arr)
     keys = format_values(arr.keys.slice(start, stop - start), source.key_type, path)
     items = _null_text(format_values(arr.items.slice(start, stop - start), source.value_type, path))
     entries = pa.ListArray.from_arrays(offsets, pc.binary_join_element_wise(keys, items, " -> "))

@@ -30,7 +30,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.schema.arrow import to_arrow_type
+from airflow_provider_delta.core.schema.arrow import rebased_offsets, to_arrow_type
 from airflow_provider_delta.core.schema.store_assignment import store_assign
 from airflow_provider_delta.core.schema.types import ArrayType, DataType, MapType, StructType
 
@@ -167,7 +167,7 @@ def _store_list(values: pa.Array, column: ArrayType, path: str) -> pa.Array:
         return values
     if pa.types.is_large_list(values.type):
         values = values.cast(pa.list_(values.type.value_field))
-    offsets, start, stop = _rebased(values)
+    offsets, start, stop = rebased_offsets(values)
     elements = store_value(values.values.slice(start, stop - start), column.element_type, path=f"{path}.element")
     mask = values.is_null() if values.null_count else None
     return pa.ListArray.from_arrays(offsets, elements, type=target, mask=mask)
@@ -177,20 +177,10 @@ def _store_map(values: pa.MapArray, column: MapType, path: str) -> pa.Array:
     target = to_arrow_type(column)
     if values.type.equals(target):
         return values
-    offsets, start, stop = _rebased(values)
+    offsets, start, stop = rebased_offsets(values)
     keys = store_value(values.keys.slice(start, stop - start), column.key_type, path=f"{path}.key")
     items = store_value(values.items.slice(start, stop - start), column.value_type, path=f"{path}.value")
     mask = values.is_null() if values.null_count else None
     return pa.MapArray.from_arrays(offsets, keys, items, type=target, mask=mask)
 
 
-def _rebased(values: pa.Array) -> tuple[pa.Array, int, int]:
-    """Offsets starting at 0 and the child range they index (a sliced list's offsets index the whole
-    child array, and Arrow refuses such offsets together with a validity mask)."""
-    offsets = values.offsets
-    if len(offsets) == 0:
-        return offsets, 0, 0
-    start, stop = offsets[0].as_py(), offsets[-1].as_py()
-    if start != 0 or offsets.offset != 0:
-        offsets = pc.subtract(offsets, pa.scalar(start, offsets.type))
-    return offsets, start, stop
