@@ -28,7 +28,7 @@ DEMO_TABLE ?= peer/merge_cdf_partitioned
 DEMO_DIR := .demo
 BENCH_ARGS ?=
 
-.PHONY: help install venv test test-all test-spark test-cluster bench-cdf bench-spark bench-s3 bench-maintenance lint format typecheck layers pytest bench demo demo-log clean
+.PHONY: help install venv delta-spark delta-spark-s3a test test-all test-spark test-cluster bench-cdf bench-spark bench-s3 bench-maintenance lint format typecheck layers pytest bench demo demo-log clean
 
 help: ## show this help
 	@echo "Usage: make <target>   (first run creates $(VENV) and installs everything)"
@@ -62,6 +62,54 @@ install: $(STAMP) ## create .venv and install the package with Spark, Airflow an
 
 venv: install
 
+# ---------------------------------------------------------------------------- Delta Lake on Spark (test oracle)
+# delta-spark is a test dependency only: its own venv (the pyspark version it supports, not the project's)
+# and its jars from Maven Central, fetched by Maven into $(JARS_DIR) (spark.jars names the files: no Ivy at
+# run time). tests/delta_spark/ has the pom, the venv's requirements and the oracle server. Stamps keep
+# both idempotent; changing a version below or a file there refetches.
+DELTA_VENV ?= .venv-delta
+JARS_DIR ?= .cache/jars
+DELTA_SPARK_VERSION := 4.4.0
+# The Hadoop version the oracle's pyspark ships (its jars/hadoop-client-api-*.jar): hadoop-aws must match it.
+HADOOP_AWS_VERSION := 3.5.0
+ORACLE_DIR := tests/delta_spark
+DELTA_VENV_STAMP := $(DELTA_VENV)/.installed
+DELTA_JARS_STAMP := $(JARS_DIR)/delta/.fetched-$(DELTA_SPARK_VERSION)
+S3A_JARS_STAMP := $(JARS_DIR)/s3a/.fetched-$(HADOOP_AWS_VERSION)
+MVN ?= mvn
+MVN_FETCH = $(MVN) -q -B -f $(ORACLE_DIR)/pom.xml dependency:copy-dependencies -DincludeScope=runtime \
+	-Ddelta.version=$(DELTA_SPARK_VERSION) -Dhadoop.version=$(HADOOP_AWS_VERSION)
+
+$(DELTA_VENV_STAMP): $(ORACLE_DIR)/requirements.txt | $(STAMP)
+	@echo "==> creating $(DELTA_VENV) (delta-spark's pyspark) from $(ORACLE_DIR)/requirements.txt"
+	@uv="$(UV)"; [ -n "$$uv" ] || uv=$(BIN)/uv; \
+	 rm -rf $(DELTA_VENV); \
+	 "$$uv" venv --quiet --python "$(PYTHON)" $(DELTA_VENV) \
+	 && "$$uv" pip install --quiet --python $(DELTA_VENV)/bin/python -r $(ORACLE_DIR)/requirements.txt \
+	 || { echo "error: could not install $$(grep -v '^#' $(ORACLE_DIR)/requirements.txt | xargs) into $(DELTA_VENV)"; \
+	      echo "       retry: make delta-spark"; exit 1; }
+	@touch $@
+
+$(DELTA_JARS_STAMP): $(ORACLE_DIR)/pom.xml
+	@echo "==> fetching io.delta:delta-spark_2.13:$(DELTA_SPARK_VERSION), io.delta:delta-storage:$(DELTA_SPARK_VERSION) into $(JARS_DIR)/delta"
+	@rm -rf $(JARS_DIR)/delta && mkdir -p $(JARS_DIR)/delta
+	@$(MVN_FETCH) -DincludeGroupIds=io.delta -DoutputDirectory=$(abspath $(JARS_DIR))/delta \
+	 || { echo "error: Maven could not fetch io.delta:delta-spark_2.13:$(DELTA_SPARK_VERSION) or io.delta:delta-storage:$(DELTA_SPARK_VERSION) from Maven Central (Maven's message above)"; \
+	      echo "       retry: make delta-spark"; exit 1; }
+	@touch $@
+
+$(S3A_JARS_STAMP): $(ORACLE_DIR)/pom.xml
+	@echo "==> fetching org.apache.hadoop:hadoop-aws:$(HADOOP_AWS_VERSION) and its AWS SDK bundle (~700 MB) into $(JARS_DIR)/s3a"
+	@rm -rf $(JARS_DIR)/s3a && mkdir -p $(JARS_DIR)/s3a
+	@$(MVN_FETCH) -DexcludeGroupIds=io.delta -DoutputDirectory=$(abspath $(JARS_DIR))/s3a \
+	 || { echo "error: Maven could not fetch org.apache.hadoop:hadoop-aws:$(HADOOP_AWS_VERSION) or its dependencies (software.amazon.awssdk:bundle) from Maven Central (Maven's message above)"; \
+	      echo "       retry: make delta-spark-s3a"; exit 1; }
+	@touch $@
+
+delta-spark: $(DELTA_VENV_STAMP) $(DELTA_JARS_STAMP) ## the Delta Lake on Spark oracle: .venv-delta and delta-spark's jars in .cache/jars/delta
+
+delta-spark-s3a: $(S3A_JARS_STAMP) ## hadoop-aws and the AWS SDK bundle for s3a:// in .cache/jars/s3a
+
 # ---------------------------------------------------------------------------- checks
 lint: $(STAMP) ## ruff check
 	@echo "==> ruff check"
@@ -87,6 +135,7 @@ test: ## lint, typecheck, layer check, then the default tests (incl. the full co
 	@$(MAKE) lint
 	@$(MAKE) typecheck
 	@$(MAKE) layers
+	@$(MAKE) delta-spark
 	@$(MAKE) pytest
 
 test-all: ## as `test`, with every marker (slow, spark, cluster, integration, system)
@@ -146,5 +195,5 @@ bench-spark: $(STAMP) ## Spark data plane: driver memory, write_delta / read_del
 	@$(PY) -m benchmarks.bench_spark $(BENCH_ARGS)
 
 clean: ## remove .venv, caches and demo output
-	rm -rf $(VENV) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info
+	rm -rf $(VENV) $(DELTA_VENV) $(JARS_DIR) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info
 	find . -name __pycache__ -type d -prune -exec rm -rf {} +

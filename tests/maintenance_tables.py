@@ -34,21 +34,36 @@ def rows_of(table: pa.Table) -> list[tuple[Any, ...]]:
 def batch(ids: range | list[int], part: str) -> pa.Table:
     ids = list(ids)
     return pa.table(
-        {"id": ids, "x": [(i * 7919) % 101 for i in ids], "name": [f"n{i}" for i in ids], "p": [part] * len(ids)},
+        {
+            "id": ids,
+            "x": [(i * 7919) % 101 for i in ids],
+            "name": [f"n{i}" for i in ids],
+            "p": [part] * len(ids),
+        },
         schema=SCHEMA,
     )
 
 
 def small_files_table(
-    location: Path, *, appends: int = 6, partitions: tuple[str, ...] = ("a", "b"), rows: int = 20,
+    location: Path,
+    *,
+    appends: int = 6,
+    partitions: tuple[str, ...] = ("a", "b"),
+    rows: int = 20,
     properties: dict[str, str] | None = None,
 ) -> DeltaTable:
     """``appends`` commits, each writing one small file of ``rows`` rows into every partition."""
     t = DeltaTable.create(str(location), SCHEMA, partition_by=["p"], properties=properties or {})
     next_id = 0
     for _ in range(appends):
-        t.append(pa.concat_tables([batch(range(next_id + k * rows, next_id + (k + 1) * rows), p)
-                                   for k, p in enumerate(partitions)]))
+        t.append(
+            pa.concat_tables(
+                [
+                    batch(range(next_id + k * rows, next_id + (k + 1) * rows), p)
+                    for k, p in enumerate(partitions)
+                ]
+            )
+        )
         next_id += rows * len(partitions)
     return t
 
@@ -110,12 +125,20 @@ def expired_files_table(location: Path, n: int, *, partitions: int = 4) -> tuple
     log.mkdir(parents=True)
     now = int(time.time() * 1000)
     old = now - 30 * DAY_MS
-    schema = {"type": "struct", "fields": [
-        {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-        {"name": "p", "type": "string", "nullable": True, "metadata": {}},
-    ]}
-    meta = {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-            "schemaString": json.dumps(schema), "partitionColumns": ["p"], "configuration": {}}
+    schema = {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "p", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+    meta = {
+        "id": str(uuid.uuid4()),
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": ["p"],
+        "configuration": {},
+    }
     template = location / "template.parquet"
     pq.write_table(pa.table({"id": pa.array([1, 2, 3], pa.int64())}), template)
     data = template.read_bytes()
@@ -126,11 +149,30 @@ def expired_files_table(location: Path, n: int, *, partitions: int = 4) -> tuple
         path = f"p={part}/part-{i:06d}-{uuid.UUID(int=i)}-c000.snappy.parquet"
         (location / path).parent.mkdir(exist_ok=True)
         (location / path).write_bytes(data)
-        adds.append({"add": {"path": path, "partitionValues": {"p": part}, "size": len(data),
-                             "modificationTime": old, "dataChange": True, "stats": '{"numRecords":3}'}})
+        adds.append(
+            {
+                "add": {
+                    "path": path,
+                    "partitionValues": {"p": part},
+                    "size": len(data),
+                    "modificationTime": old,
+                    "dataChange": True,
+                    "stats": '{"numRecords":3}',
+                }
+            }
+        )
         if i % 2:
-            removes.append({"remove": {"path": path, "deletionTimestamp": old, "dataChange": True,
-                                       "partitionValues": {"p": part}, "size": len(data)}})
+            removes.append(
+                {
+                    "remove": {
+                        "path": path,
+                        "deletionTimestamp": old,
+                        "dataChange": True,
+                        "partitionValues": {"p": part},
+                        "size": len(data),
+                    }
+                }
+            )
             expired.append(path)
         else:
             live.append(path)
@@ -138,8 +180,14 @@ def expired_files_table(location: Path, n: int, *, partitions: int = 4) -> tuple
     def commit(version: int, actions: list[dict[str, Any]]) -> None:
         (log / f"{version:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
 
-    commit(0, [{"commitInfo": {"timestamp": now, "operation": "CREATE TABLE"}},
-               {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": meta}])
+    commit(
+        0,
+        [
+            {"commitInfo": {"timestamp": now, "operation": "CREATE TABLE"}},
+            {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+            {"metaData": meta},
+        ],
+    )
     commit(1, [{"commitInfo": {"timestamp": now, "operation": "WRITE"}}, *adds])
     commit(2, [{"commitInfo": {"timestamp": now, "operation": "DELETE"}}, *removes])
     make_old(location)

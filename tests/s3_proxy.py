@@ -106,8 +106,15 @@ class S3Proxy:
             self.faults.clear()
             self.hang = False
 
-    def fail(self, method: str, *, status: int = 503, code: str = "SlowDown", times: int = 1,
-             key_contains: str = "") -> None:
+    def fail(
+        self,
+        method: str,
+        *,
+        status: int = 503,
+        code: str = "SlowDown",
+        times: int = 1,
+        key_contains: str = "",
+    ) -> None:
         """Answer the next ``times`` requests of ``method`` (``"*"``: any) with an S3 error."""
         with self._lock:
             self.faults.append(Fault(method, "status", times, status, code, key_contains))

@@ -166,7 +166,9 @@ class SeaweedS3:
         min_free_space: str = "100MiB",
     ) -> None:
         self._owns_base_dir = base_dir is None
-        self.base_dir = Path(base_dir) if base_dir is not None else Path(tempfile.mkdtemp(prefix="seaweedfs-"))
+        self.base_dir = (
+            Path(base_dir) if base_dir is not None else Path(tempfile.mkdtemp(prefix="seaweedfs-"))
+        )
         self.bucket = bucket
         self.ready_timeout = ready_timeout
         self.min_free_space = min_free_space
@@ -316,7 +318,9 @@ class SeaweedS3:
             assert self.process is not None
             code = self.process.poll()
             if code is not None:
-                raise S3ServerError(f"Cannot start SeaweedFS: weed exited with code {code}\n{self.log_tail()}")
+                raise S3ServerError(
+                    f"Cannot start SeaweedFS: weed exited with code {code}\n{self.log_tail()}"
+                )
             try:
                 if not bucket_created:
                     self._create_bucket()

@@ -95,8 +95,10 @@ def xcom_value(dag_id: str, run_id: str, task_id: str, key: str = "return_value"
     with create_session() as session:
         value = session.scalar(
             select(XComModel.value).where(
-                XComModel.dag_id == dag_id, XComModel.run_id == run_id,
-                XComModel.task_id == task_id, XComModel.key == key,
+                XComModel.dag_id == dag_id,
+                XComModel.run_id == run_id,
+                XComModel.task_id == task_id,
+                XComModel.key == key,
             )
         )
     return XComModel.deserialize_value(type("X", (), {"value": value})()) if value is not None else None

@@ -34,8 +34,12 @@ def test_delta_uris_are_normalised_by_the_registered_handler() -> None:
     import subprocess
 
     uris = list(NORMALISED)
-    code = f"import json; from airflow.sdk import Asset; print(json.dumps([Asset(uri=u).uri for u in {uris!r}]))"
-    out = subprocess.run([sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True)
+    code = (
+        f"import json; from airflow.sdk import Asset; print(json.dumps([Asset(uri=u).uri for u in {uris!r}]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", code], capture_output=True, text=True, check=True
+    )
     assert json.loads(out.stdout.strip().splitlines()[-1]) == list(NORMALISED.values())
 
 
@@ -70,7 +74,9 @@ def test_operators_declare_their_tables_and_a_run_emits_asset_events(
     tasks = dags.producer.task_dict
 
     assert tasks["write_static"].outlets == [events]
-    assert tasks["write_templated"].outlets == [AssetAlias(name="delta-table:delta_assets_producer.write_templated")]
+    assert tasks["write_templated"].outlets == [
+        AssetAlias(name="delta-table:delta_assets_producer.write_templated")
+    ]
     assert tasks["merge_like"].inlets == [events]
     assert tasks["merge_like"].outlets == [Asset(uri=f"delta://{tmp_path}/joined")]
     assert tasks["checkpoint"].outlets == []  # a checkpoint changes no data
@@ -80,7 +86,10 @@ def test_operators_declare_their_tables_and_a_run_emits_asset_events(
     uris = _asset_event_uris(run.run_id)
     assert uris == {f"delta://{tmp_path}/events", f"delta://{tmp_path}/orders", f"delta://{tmp_path}/joined"}
     # Data-aware scheduling: the consumer DAG is queued on both of its assets.
-    assert _queued_uris("delta_assets_consumer") == {f"delta://{tmp_path}/events", f"delta://{tmp_path}/orders"}
+    assert _queued_uris("delta_assets_consumer") == {
+        f"delta://{tmp_path}/events",
+        f"delta://{tmp_path}/orders",
+    }
 
 
 def _asset_event_uris(run_id: str) -> set[str]:
@@ -90,9 +99,9 @@ def _asset_event_uris(run_id: str) -> set[str]:
 
     with create_session() as session:
         rows = session.execute(
-            select(AssetModel.uri).join(AssetEvent, AssetEvent.asset_id == AssetModel.id).where(
-                AssetEvent.source_run_id == run_id
-            )
+            select(AssetModel.uri)
+            .join(AssetEvent, AssetEvent.asset_id == AssetModel.id)
+            .where(AssetEvent.source_run_id == run_id)
         ).all()
     return {r[0] for r in rows}
 
@@ -104,8 +113,8 @@ def _queued_uris(dag_id: str) -> set[str]:
 
     with create_session() as session:
         rows = session.execute(
-            select(AssetModel.uri).join(AssetDagRunQueue, AssetDagRunQueue.asset_id == AssetModel.id).where(
-                AssetDagRunQueue.target_dag_id == dag_id
-            )
+            select(AssetModel.uri)
+            .join(AssetDagRunQueue, AssetDagRunQueue.asset_id == AssetModel.id)
+            .where(AssetDagRunQueue.target_dag_id == dag_id)
         ).all()
     return {r[0] for r in rows}

@@ -39,8 +39,10 @@ def _asset_events(uri: str) -> list[dict[str, Any]]:
 
     with create_session() as session:
         rows = session.execute(
-            select(AssetEvent.extra).join(AssetModel, AssetModel.id == AssetEvent.asset_id)
-            .where(AssetModel.uri == uri).order_by(AssetEvent.id)
+            select(AssetEvent.extra)
+            .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+            .where(AssetModel.uri == uri)
+            .order_by(AssetEvent.id)
         ).all()
     return [dict(r[0] or {}) for r in rows]
 
@@ -61,9 +63,16 @@ def test_the_operator_exports_resumes_and_puts_the_range_on_the_sink_asset(tmp_p
     assert xcom_value(dag.dag_id, second.run_id, "export")["start"] == 6
     third = dag.test()  # a duplicated trigger: nothing new, nothing written
     assert xcom_value(dag.dag_id, third.run_id, "export")["skipped"] is True
-    assert read_file_sink(tmp_path / "sink").to_pylist() == DeltaTable(str(tmp_path / "src")).changes(0).to_pylist()
+    assert (
+        read_file_sink(tmp_path / "sink").to_pylist()
+        == DeltaTable(str(tmp_path / "src")).changes(0).to_pylist()
+    )
     events = _asset_events(f"file://{tmp_path}/sink")
-    assert [(e["start"], e["end"], e["skipped"]) for e in events] == [(0, 5, False), (6, 6, False), (7, 6, True)]
+    assert [(e["start"], e["end"], e["skipped"]) for e in events] == [
+        (0, 5, False),
+        (6, 6, False),
+        (7, 6, True),
+    ]
 
 
 @pytest.mark.usefixtures("airflow_db")
@@ -72,8 +81,10 @@ def test_a_templated_range_exports_it_and_a_gap_fails_the_task(tmp_path: Path, m
     dag = _dags(tmp_path, monkeypatch).range_dag
     ok = dag.test(run_conf={"start": 0, "end": 2})
     assert str(ok.state) == "success"
-    assert (xcom_value(dag.dag_id, ok.run_id, "export")["end"], DeltaTable(str(tmp_path / "range_sink")).version) == (
-        2, 0)
+    assert (
+        xcom_value(dag.dag_id, ok.run_id, "export")["end"],
+        DeltaTable(str(tmp_path / "range_sink")).version,
+    ) == (2, 0)
     gap = dag.test(run_conf={"start": 4, "end": 5})
     assert str(gap.state) == "failed"
     error = xcom_value(dag.dag_id, gap.run_id, "export", key="delta_job_result")["error"]

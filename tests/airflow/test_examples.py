@@ -28,7 +28,9 @@ def _load(name: str):
 
 
 @pytest.mark.usefixtures("airflow_db")
-def test_example_version_sensor_hands_the_new_range_downstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_example_version_sensor_hands_the_new_range_downstream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     table = str(tmp_path / "events")
     monkeypatch.setenv("DELTA_EXAMPLE_EVENTS_TABLE", table)
     dag = _load("example_delta_version_sensor").dag

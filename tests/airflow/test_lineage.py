@@ -30,8 +30,13 @@ def _run(op: DeltaSparkJobOperator, location: str) -> None:
 
 def test_a_cdf_export_reads_the_source_at_its_end_and_writes_the_sink_version(tmp_path: Path) -> None:
     t = busy_table(tmp_path / "src")
-    op = DeltaCDFExportOperator(task_id="export", table=str(tmp_path / "src"), sink=str(tmp_path / "sink"),
-                                format="delta", engine="local")
+    op = DeltaCDFExportOperator(
+        task_id="export",
+        table=str(tmp_path / "src"),
+        sink=str(tmp_path / "sink"),
+        format="delta",
+        engine="local",
+    )
     _run(op, str(tmp_path / "src"))
     lineage = op.get_openlineage_facets_on_complete(None)
     [source], [sink] = lineage.inputs, lineage.outputs
@@ -41,8 +46,11 @@ def test_a_cdf_export_reads_the_source_at_its_end_and_writes_the_sink_version(tm
     assert source.facets["schema"].fields[0].type == "long"
     assert source.inputFacets["inputStatistics"].rowCount == t.changes(0).num_rows
     assert (sink.name, sink.facets["version"].datasetVersion) == (str(tmp_path / "sink"), "0")
-    assert [f.name for f in sink.facets["schema"].fields][-3:] == ["_change_type", "_commit_version",
-                                                                  "_commit_timestamp"]
+    assert [f.name for f in sink.facets["schema"].fields][-3:] == [
+        "_change_type",
+        "_commit_version",
+        "_commit_timestamp",
+    ]
     stats = sink.outputFacets["outputStatistics"]
     assert stats.rowCount == t.changes(0).num_rows and stats.size > 0 and stats.fileCount == 1
 
@@ -50,8 +58,13 @@ def test_a_cdf_export_reads_the_source_at_its_end_and_writes_the_sink_version(tm
 def test_a_write_job_reads_its_source_and_writes_the_table_with_commit_metrics(tmp_path: Path) -> None:
     busy_table(tmp_path / "t")
     pq.write_table(pa.table({"id": [9], "p": ["x"], "v": [9]}), tmp_path / "in.parquet")
-    op = DeltaSparkJobOperator(task_id="load", job="write", table=str(tmp_path / "t"),
-                               job_options={"rows": [{"id": 9, "p": "x", "v": 9}]}, idempotent=False)
+    op = DeltaSparkJobOperator(
+        task_id="load",
+        job="write",
+        table=str(tmp_path / "t"),
+        job_options={"rows": [{"id": 9, "p": "x", "v": 9}]},
+        idempotent=False,
+    )
     _run(op, str(tmp_path / "t"))
     op.job_options = {"source": {"path": "s3a://landing/day=1/", "format": "parquet"}}
     spec = op.build_spec({"ti": None}, str(tmp_path / "t"), {})  # type: ignore[arg-type]

@@ -28,16 +28,24 @@ from tests.airflow_support import DAGS_FOLDER
 pytestmark = pytest.mark.integration
 
 CUSTOMERS = pa.schema([("id", pa.int64()), ("name", pa.string()), ("country", pa.string())])
-BATCH = pa.table({
-    "id": pa.array([1, 2, 4], pa.int64()), "name": ["Ann", "Bob", "Dee"], "country": ["FR", "DE", "FR"],
-    "op": ["U", "D", "U"], "signup_channel": ["web", "shop", "app"],
-})
+BATCH = pa.table(
+    {
+        "id": pa.array([1, 2, 4], pa.int64()),
+        "name": ["Ann", "Bob", "Dee"],
+        "country": ["FR", "DE", "FR"],
+        "op": ["U", "D", "U"],
+        "signup_channel": ["web", "shop", "app"],
+    }
+)
 
 
 def customers(location: Path) -> str:
     table = DeltaTable.create(str(location), CUSTOMERS, partition_by=["country"])
-    table.append(pa.table({"id": [1, 2, 3], "name": ["ann", "bob", "cy"], "country": ["FR", "DE", "DE"]},
-                          schema=CUSTOMERS))
+    table.append(
+        pa.table(
+            {"id": [1, 2, 3], "name": ["ann", "bob", "cy"], "country": ["FR", "DE", "DE"]}, schema=CUSTOMERS
+        )
+    )
     return table.location
 
 
@@ -55,19 +63,27 @@ def test_operators_render_their_fields_and_a_retry_after_the_commit_landed_commi
     from tests.airflow.dags.delta_merge_operator_dags import merge_operators
 
     location = customers(tmp_path / "t")
-    pq.write_table(BATCH.drop_columns(["country"]).select(["id", "name", "op", "signup_channel"]),
-                   tmp_path / "batch.parquet")
+    pq.write_table(
+        BATCH.drop_columns(["country"]).select(["id", "name", "op", "signup_channel"]),
+        tmp_path / "batch.parquet",
+    )
     run = merge_operators.test(run_conf={"root": str(tmp_path), "min_id": 0})
 
     assert str(run.state) == "success"
     assert tries(run)["evolve"] == tries(run)["upsert"] == 2  # both first tries were lost after the commit
     table = DeltaTable(location)
     assert [c["operation"] for c in reversed(table.history())] == [
-        "CREATE TABLE", "WRITE", "ADD COLUMNS", "MERGE"
+        "CREATE TABLE",
+        "WRITE",
+        "ADD COLUMNS",
+        "MERGE",
     ]  # one schema change and one MERGE, although each ran twice
     assert table.schema.names == ("id", "name", "tier", "country", "signup_channel")
     assert [(r["id"], r["name"], r["signup_channel"]) for r in table_rows(location)] == [
-        (1, "Ann", "web"), (2, "bob", None), (3, "cy", None), (4, "Dee", "app")  # op 'D' takes no clause here
+        (1, "Ann", "web"),
+        (2, "bob", None),
+        (3, "cy", None),
+        (4, "Dee", "app"),  # op 'D' takes no clause here
     ]
     report = xcom_value("delta_merge_operators", run.run_id, "report")
     assert (report["version"], report["committed"], report["alreadyCommitted"]) == (3, False, True)
@@ -75,7 +91,9 @@ def test_operators_render_their_fields_and_a_retry_after_the_commit_landed_commi
     assert upsert["on"] == "target.id = source.id AND source.id >= 0"
     assert upsert["source"] == {"path": f"{tmp_path}/batch.parquet", "format": "parquet"}
     assert "job_options" not in upsert
-    assert rendered_fields(run, "evolve")["statements"] == ["ALTER TABLE t ADD COLUMNS (tier STRING AFTER name)"]
+    assert rendered_fields(run, "evolve")["statements"] == [
+        "ALTER TABLE t ADD COLUMNS (tier STRING AFTER name)"
+    ]
 
 
 def rendered_fields(run: Any, task_id: str) -> dict[str, Any]:
@@ -94,11 +112,15 @@ def rendered_fields(run: Any, task_id: str) -> dict[str, Any]:
         ({"source": {"path": "/x"}, "on": "t.id = s.id", "merge_sql": "MERGE ..."}, "exactly one of 'on'"),
         ({"source": {"path": "/x"}, "on": "t.id = s.id"}, "at least one of 'when_matched'"),
         ({"on": "t.id = s.id", "when_matched": [{"action": "delete"}]}, "pass 'source'"),
-        ({"source": {"path": "/x", "table": "/y"}, "on": "a", "when_matched": [{"action": "delete"}]},
-         "exactly one of ['path'"),
+        (
+            {"source": {"path": "/x", "table": "/y"}, "on": "a", "when_matched": [{"action": "delete"}]},
+            "exactly one of ['path'",
+        ),
     ],
 )
-def test_merge_operator_arguments_are_checked_when_the_dag_is_parsed(kwargs: dict[str, Any], fragment: str) -> None:
+def test_merge_operator_arguments_are_checked_when_the_dag_is_parsed(
+    kwargs: dict[str, Any], fragment: str
+) -> None:
     from airflow_provider_delta.operators.merge import DeltaMergeWithEvolutionOperator
 
     with pytest.raises(ValueError, match=fragment.replace("[", r"\[").replace("(", r"\(")):
@@ -111,8 +133,12 @@ def test_schema_evolve_operator_needs_statements_or_changes() -> None:
     with pytest.raises(ValueError, match="exactly one of 'statements' and 'changes'"):
         DeltaSchemaEvolveOperator(task_id="e", table="/t")
     with pytest.raises(ValueError, match="exactly one of 'statements' and 'changes'"):
-        DeltaSchemaEvolveOperator(task_id="e", table="/t", statements=["ADD COLUMNS (x INT)"],
-                                  changes=[{"op": "move_first", "path": "x"}])
+        DeltaSchemaEvolveOperator(
+            task_id="e",
+            table="/t",
+            statements=["ADD COLUMNS (x INT)"],
+            changes=[{"op": "move_first", "path": "x"}],
+        )
 
 
 def _load_example() -> Any:
@@ -167,7 +193,9 @@ def test_example_dag_evolves_and_upserts_on_spark_and_a_retry_after_the_landed_m
     assert table.schema.names == ("id", "name", "tier", "country", "signup_channel")
     assert table.configuration["delta.enableChangeDataFeed"] == "true"
     assert [(r["id"], r["name"], r["signup_channel"]) for r in table_rows(location)] == [
-        (1, "Ann", "web"), (3, "cy", None), (4, "Dee", "app")
+        (1, "Ann", "web"),
+        (3, "cy", None),
+        (4, "Dee", "app"),
     ]
     changes = sorted((c["id"], c["_change_type"]) for c in table.changes(3).to_pylist())
     assert changes == [(1, "update_postimage"), (1, "update_preimage"), (2, "delete"), (4, "insert")]

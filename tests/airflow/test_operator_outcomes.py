@@ -102,7 +102,9 @@ def test_a_list_of_tables_is_one_job_with_a_result_per_table(airflow_db: Path, t
     assert (b / "_delta_log" / "00000000000000000003.checkpoint.parquet").is_file()
     result = xcom_value("delta_checkpoint_tables", run.run_id, "checkpoint", key="delta_job_result")
     assert [(t["table"], t["status"], t["version"]) for t in result["tables"]] == [
-        (str(a), "success", 2), (str(tmp_path / "missing"), "error", None), (str(b), "success", 3),
+        (str(a), "success", 2),
+        (str(tmp_path / "missing"), "error", None),
+        (str(b), "success", 3),
     ]
     assert result["tables"][1]["error"]["kind"] == "permanent"
     assert result["engine"]["name"] == "local"
@@ -113,7 +115,9 @@ def test_a_list_of_tables_is_one_job_with_a_result_per_table(airflow_db: Path, t
     assert tables[1]["metrics"]["skipped"] is True and tables[1]["version"] is None
 
 
-def test_the_retry_policy_fails_a_permanent_error_of_an_in_process_commit_at_once(airflow_db: Path, tmp_path: Path):
+def test_the_retry_policy_fails_a_permanent_error_of_an_in_process_commit_at_once(
+    airflow_db: Path, tmp_path: Path
+):
     """DeltaConflictRetryPolicy used to retry PredicateError like a conflict."""
     from tests.airflow.dags.delta_operator_outcomes_dags import retry_policy_dag
 

@@ -23,20 +23,28 @@ AIRFLOW = str(Path(sys.executable).parent / "airflow")
 def test_package_name_is_the_distribution_name():
     info = get_provider_info()
     assert info["package-name"] == distribution("airflow-provider-delta").metadata["Name"]
-    modules = {m for group in ("hooks", "operators", "sensors", "triggers") for e in info[group]
-               for m in e["python-modules"]}
+    modules = {
+        m
+        for group in ("hooks", "operators", "sensors", "triggers")
+        for e in info[group]
+        for m in e["python-modules"]
+    }
     assert "airflow_provider_delta.operators.delta" in modules
     for module in modules - {"airflow_provider_delta.operators.delta"}:
         __import__(module)
 
 
-@pytest.mark.parametrize(("command", "expected"), [
-    (["providers", "list"], "airflow-provider-delta"),
-    (["providers", "hooks"], "airflow_provider_delta.hooks.delta.DeltaHook"),
-])
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        (["providers", "list"], "airflow-provider-delta"),
+        (["providers", "hooks"], "airflow_provider_delta.hooks.delta.DeltaHook"),
+    ],
+)
 def test_airflow_cli_shows_the_provider_and_its_hook(command, expected):
-    out = subprocess.run([AIRFLOW, *command], capture_output=True, text=True, timeout=120,
-                         env=os.environ.copy(), check=True).stdout
+    out = subprocess.run(
+        [AIRFLOW, *command], capture_output=True, text=True, timeout=120, env=os.environ.copy(), check=True
+    ).stdout
     line = next(line for line in out.splitlines() if expected in line)
     if command[1] == "hooks":
         assert line.split("|")[0].strip() == "delta" and "Delta Lake" in line
@@ -51,9 +59,18 @@ def _hook(monkeypatch: pytest.MonkeyPatch, conn: dict | None, conn_id: str = "de
 
 
 def test_hook_reads_base_path_options_and_spark_settings_from_the_connection(monkeypatch, tmp_path):
-    hook = _hook(monkeypatch, {"conn_type": "delta", "host": str(tmp_path), "extra": {
-        "storage_options": {"AWS_REGION": "eu-west-1"}, "spark_conn_id": "spark_local",
-        "spark_conf": {"spark.sql.shuffle.partitions": 4}}})
+    hook = _hook(
+        monkeypatch,
+        {
+            "conn_type": "delta",
+            "host": str(tmp_path),
+            "extra": {
+                "storage_options": {"AWS_REGION": "eu-west-1"},
+                "spark_conn_id": "spark_local",
+                "spark_conf": {"spark.sql.shuffle.partitions": 4},
+            },
+        },
+    )
     assert hook.resolve_table("events") == str(tmp_path / "events")
     assert hook.resolve_table("s3://other/t") == "s3://other/t"
     assert hook.storage_options == {"AWS_REGION": "eu-west-1"}
@@ -64,7 +81,9 @@ def test_hook_reads_base_path_options_and_spark_settings_from_the_connection(mon
 
 
 def test_extra_base_path_overrides_host_and_uris_join_cleanly(monkeypatch):
-    hook = _hook(monkeypatch, {"conn_type": "delta", "host": "ignored", "extra": {"base_path": "s3://b/lake/"}})
+    hook = _hook(
+        monkeypatch, {"conn_type": "delta", "host": "ignored", "extra": {"base_path": "s3://b/lake/"}}
+    )
     assert hook.resolve_table("sales/orders") == "s3://b/lake/sales/orders"
 
 
@@ -88,11 +107,14 @@ def test_bad_storage_options_fail_clearly(monkeypatch):
         _ = hook.storage_options
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("ConcurrentAppendException", "DeltaConflictError"),  # in-job retries exhausted: Airflow retries
-    ("ConcurrentTransactionException", "AirflowFailException"),
-    ("CommitRetriesExhaustedError", "DeltaConflictError"),
-])
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("ConcurrentAppendException", "DeltaConflictError"),  # in-job retries exhausted: Airflow retries
+        ("ConcurrentTransactionException", "AirflowFailException"),
+        ("CommitRetriesExhaustedError", "DeltaConflictError"),
+    ],
+)
 def test_job_failures_map_to_airflow_outcomes(name, expected):
     from airflow_provider_delta.policies.conflicts import conflict_exception
 
@@ -106,8 +128,9 @@ def test_skip_override_maps_to_skip():
 
     from airflow_provider_delta.policies.conflicts import conflict_exception
 
-    exc = conflict_exception("MetadataChangedException", "schema changed",
-                             {"overrides": {"MetadataChangedException": "skip"}})
+    exc = conflict_exception(
+        "MetadataChangedException", "schema changed", {"overrides": {"MetadataChangedException": "skip"}}
+    )
     assert isinstance(exc, AirflowSkipException)
 
 

@@ -38,7 +38,11 @@ def test_deferrable_sensor_defers_to_the_version_trigger(tmp_path: Path):
     assert isinstance(trigger, DeltaVersionTrigger)
     assert info.value.method_name == "execute_complete"
     assert (trigger.table, trigger.after_version, trigger.operations, trigger.poll_interval) == (
-        path, 2, ["WRITE"], 7.0)
+        path,
+        2,
+        ["WRITE"],
+        7.0,
+    )
     assert trigger.end_time is not None
 
 

@@ -40,7 +40,8 @@ def test_spark_jobs_log_their_progress_not_sparks_info_lines(
     out = capfd.readouterr()
     log = out.out + out.err
     assert {ti.task_id: ti.state for ti in run.get_task_instances()} == {
-        "overwrite": "success", "checkpoint": "success",
+        "overwrite": "success",
+        "checkpoint": "success",
     }, log[-5000:]
 
     # Two applications; each logs the 3 SparkContext lines that precede the log level taking effect
@@ -48,9 +49,13 @@ def test_spark_jobs_log_their_progress_not_sparks_info_lines(
     spark_info = [line for line in log.splitlines() if re.search(r"\d\d:\d\d:\d\d INFO \w+:", line)]
     assert 0 < len(spark_info) <= 6, spark_info
     w_name = repr(str(w))
-    plan = rf"Job 'write' on {re.escape(w_name)}: overwrite on version 3 \(3 files, \d+ bytes\) where part = 'a'"
+    plan = (
+        rf"Job 'write' on {re.escape(w_name)}: overwrite on version 3 \(3 files, \d+ bytes\) where part = 'a'"
+    )
     assert re.search(plan, log)
-    assert re.search(rf"Job 'write' on {re.escape(w_name)}: attempt 1 wrote 1 file\(s\), \d+ bytes; committing", log)
+    assert re.search(
+        rf"Job 'write' on {re.escape(w_name)}: attempt 1 wrote 1 file\(s\), \d+ bytes; committing", log
+    )
     assert f"Job 'write' on {w_name}: attempt 1 failed (ConcurrentAppendException, conflict): " in log
     assert f"Job 'write' on {w_name}: deleted the 1 file(s) the failed attempt 1 wrote" in log
     assert f"Job 'write' on {w_name}: committed version 5 in 2 attempt(s)" in log

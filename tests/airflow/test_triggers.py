@@ -46,11 +46,29 @@ def _event_trigger(**kwargs):
 @pytest.mark.parametrize(
     ("factory", "kwargs"),
     [
-        (_version_trigger, {"table": "/t", "after_version": 3, "operations": ["WRITE"], "delta_conn_id": None,
-                            "storage_options": {"k": "v"}, "poll_interval": 2.0, "end_time": 1_900_000_000.0,
-                            "table_id": "7a1c"}),
-        (_event_trigger, {"table": "events", "delta_conn_id": "lake", "operations": None, "poll_interval": 5.0,
-                          "start_version": 7}),
+        (
+            _version_trigger,
+            {
+                "table": "/t",
+                "after_version": 3,
+                "operations": ["WRITE"],
+                "delta_conn_id": None,
+                "storage_options": {"k": "v"},
+                "poll_interval": 2.0,
+                "end_time": 1_900_000_000.0,
+                "table_id": "7a1c",
+            },
+        ),
+        (
+            _event_trigger,
+            {
+                "table": "events",
+                "delta_conn_id": "lake",
+                "operations": None,
+                "poll_interval": 5.0,
+                "start_version": 7,
+            },
+        ),
     ],
 )
 def test_serialize_round_trips_every_argument(factory, kwargs):

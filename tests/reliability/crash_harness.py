@@ -244,7 +244,9 @@ def check_after_kill(location: str, expected: Expected, run: ChildRun) -> None:
     assert table.version == expected.base_version + len(run.landed), run.label
     for v in range(table.version + 1):
         reads = version_reads(location, v)
-        allowed = [expected.after.get(v)] if v > expected.base_version else [expected.before[v], expected.after[v]]
+        allowed = (
+            [expected.after.get(v)] if v > expected.base_version else [expected.before[v], expected.after[v]]
+        )
         assert reads in allowed, f"version {v} after a kill at {run.label}: {reads!r}"
     _log_files_whole(location)
 

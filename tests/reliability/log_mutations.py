@@ -120,8 +120,13 @@ def truncate_commit(table: Path, rng: random.Random, sentinels: Path) -> Mutatio
     cut = rng.randrange(1, len(data))
     path.write_bytes(data[:cut])
     if _well_formed(data[:cut]):
-        return _mutation("truncate-commit", path, "either",
-                         "the cut fell on a line boundary: a shorter, well-formed commit", details={"cut": cut})
+        return _mutation(
+            "truncate-commit",
+            path,
+            "either",
+            "the cut fell on a line boundary: a shorter, well-formed commit",
+            details={"cut": cut},
+        )
     return _mutation("truncate-commit", path, "error", details={"cut": cut})
 
 
@@ -132,8 +137,13 @@ def corrupt_commit_byte(table: Path, rng: random.Random, sentinels: Path) -> Mut
     data[at] = rng.choice([0x00, 0xFF, 0xC3, ord("{"), ord('"'), ord("9"), ord("\n"), rng.randrange(256)])
     path.write_bytes(bytes(data))
     if _well_formed(bytes(data)):
-        return _mutation("corrupt-commit-byte", path, "either",
-                         "the changed byte left well-formed JSON: a different commit", details={"at": at})
+        return _mutation(
+            "corrupt-commit-byte",
+            path,
+            "either",
+            "the changed byte left well-formed JSON: a different commit",
+            details={"at": at},
+        )
     return _mutation("corrupt-commit-byte", path, "error", details={"at": at})
 
 
@@ -151,8 +161,13 @@ def unknown_action(table: Path, rng: random.Random, sentinels: Path) -> Mutation
     name = rng.choice(["futureAction", "checkpointHint", "zOrderInfo", "x"])
     actions.insert(rng.randrange(len(actions) + 1), {name: {"a": 1, "nested": {"b": [1, 2]}}})
     _write_lines(path, actions)
-    return _mutation("unknown-action", path, "valid",
-                     "PROTOCOL.md: readers ignore actions they do not know", same_rows=True)
+    return _mutation(
+        "unknown-action",
+        path,
+        "valid",
+        "PROTOCOL.md: readers ignore actions they do not know",
+        same_rows=True,
+    )
 
 
 def unknown_field(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
@@ -163,8 +178,13 @@ def unknown_field(table: Path, rng: random.Random, sentinels: Path) -> Mutation 
     done = _mutated_action(table, rng, kinds, change)
     if done is None:
         return None
-    return _mutation("unknown-field", done[0], "valid",
-                     f"PROTOCOL.md: readers ignore unknown fields ({done[1]})", same_rows=True)
+    return _mutation(
+        "unknown-field",
+        done[0],
+        "valid",
+        f"PROTOCOL.md: readers ignore unknown fields ({done[1]})",
+        same_rows=True,
+    )
 
 
 # ---------------------------------------------------------------------------------- action fields
@@ -177,11 +197,18 @@ _REQUIRED = {
     "cdc": ["path", "size", "partitionValues"],
 }
 _NEEDED_TO_READ = {
-    "add.path", "remove.path", "cdc.path", "metaData.schemaString", "metaData.partitionColumns",
+    "add.path",
+    "remove.path",
+    "cdc.path",
+    "metaData.schemaString",
+    "metaData.partitionColumns",
     "protocol.minReaderVersion",
 }
-_OPTIONAL = {"add": ["stats", "tags"], "remove": ["deletionTimestamp", "size", "extendedFileMetadata"],
-             "metaData": ["name", "description", "createdTime"]}
+_OPTIONAL = {
+    "add": ["stats", "tags"],
+    "remove": ["deletionTimestamp", "size", "extendedFileMetadata"],
+    "metaData": ["name", "description", "createdTime"],
+}
 _WRONG_VALUES: list[Any] = [5, -1, "x", "", None, [], {}, True, 1.5, 2**70]
 
 
@@ -201,12 +228,22 @@ def missing_field(table: Path, rng: random.Random, sentinels: Path) -> Mutation 
     del actions[index][kind][key]
     _write_lines(path, actions)
     if optional:
-        return _mutation("missing-optional-field", path, "valid", f"PROTOCOL.md: {kind}.{key} is optional",
-                         same_rows=True, details={"field": f"{kind}.{key}"})
+        return _mutation(
+            "missing-optional-field",
+            path,
+            "valid",
+            f"PROTOCOL.md: {kind}.{key} is optional",
+            same_rows=True,
+            details={"field": f"{kind}.{key}"},
+        )
     if f"{kind}.{key}" not in _NEEDED_TO_READ:
-        return _mutation("missing-required-field", path, "either",
-                         f"PROTOCOL.md requires {kind}.{key}, but reading does not need it (a lenient reader "
-                         "defaults it)", details={"field": f"{kind}.{key}"})
+        return _mutation(
+            "missing-required-field",
+            path,
+            "either",
+            f"PROTOCOL.md requires {kind}.{key}, but reading does not need it (a lenient reader defaults it)",
+            details={"field": f"{kind}.{key}"},
+        )
     return _mutation("missing-required-field", path, "error", details={"field": f"{kind}.{key}"})
 
 
@@ -224,8 +261,13 @@ def wrong_field_type(table: Path, rng: random.Random, sentinels: Path) -> Mutati
     actions[index][kind][key] = value
     _write_lines(path, actions)
     # Optional fields set to null, and values a lenient reader can take as they are, may be fine.
-    return _mutation("wrong-field-type", path, "either",
-                     f"{kind}.{key} = {value!r}: null or a coercible value can be read", details={"field": key})
+    return _mutation(
+        "wrong-field-type",
+        path,
+        "either",
+        f"{kind}.{key} = {value!r}: null or a coercible value can be read",
+        details={"field": key},
+    )
 
 
 def absurd_number(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
@@ -244,25 +286,35 @@ def absurd_number(table: Path, rng: random.Random, sentinels: Path) -> Mutation 
     done = _mutated_action(table, rng, (kind,), change)
     if done is None:
         return None
-    return _mutation("absurd-number", done[0], "either",
-                     f"{kind}.{key}: sizes and times are not needed to read; versions are checked")
+    return _mutation(
+        "absurd-number",
+        done[0],
+        "either",
+        f"{kind}.{key}: sizes and times are not needed to read; versions are checked",
+    )
 
 
 def absurd_stats(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
     def change(action: dict[str, Any]) -> None:
-        action["stats"] = rng.choice([
-            json.dumps({"numRecords": -3}),
-            json.dumps({"numRecords": 2**70, "minValues": {"nope": 1}}),
-            json.dumps({"numRecords": "many", "nullCount": []}),
-            "{not json",
-            json.dumps([1, 2]),
-        ])
+        action["stats"] = rng.choice(
+            [
+                json.dumps({"numRecords": -3}),
+                json.dumps({"numRecords": 2**70, "minValues": {"nope": 1}}),
+                json.dumps({"numRecords": "many", "nullCount": []}),
+                "{not json",
+                json.dumps([1, 2]),
+            ]
+        )
 
     done = _mutated_action(table, rng, ("add",), change)
     if done is None:
         return None
-    return _mutation("absurd-stats", done[0], "either",
-                     "statistics only skip files; unusable ones may be ignored (the file is then read)")
+    return _mutation(
+        "absurd-stats",
+        done[0],
+        "either",
+        "statistics only skip files; unusable ones may be ignored (the file is then read)",
+    )
 
 
 # ------------------------------------------------------------------------------ partition values
@@ -280,9 +332,14 @@ def bad_partition_value(table: Path, rng: random.Random, sentinels: Path) -> Mut
     key = rng.choice(sorted(add["partitionValues"]))
     add["partitionValues"][key] = rng.choice(["not-a-number", "2020-13-45", "1e999", "\x00", "9" * 60, "{}"])
     _write_lines(path, actions)
-    return _mutation("bad-partition-value", path, "either",
-                     "a string partition column takes any value; a typed one must refuse it",
-                     names=(add["path"],), details={"column": key})
+    return _mutation(
+        "bad-partition-value",
+        path,
+        "either",
+        "a string partition column takes any value; a typed one must refuse it",
+        names=(add["path"],),
+        details={"column": key},
+    )
 
 
 # --------------------------------------------------------------------------------- escaping paths
@@ -324,9 +381,14 @@ def escaping_data_path(table: Path, rng: random.Random, sentinels: Path) -> Muta
                     if kind in a and a[kind].get("path") == original:
                         a[kind]["path"] = target
             _write_lines(later, lines)
-    return _mutation("escaping-data-path", path, "either",
-                     "a removed file is never opened; an active one must be refused",
-                     names=(target,), details={"path": target})
+    return _mutation(
+        "escaping-data-path",
+        path,
+        "either",
+        "a removed file is never opened; an active one must be refused",
+        names=(target,),
+        details={"path": target},
+    )
 
 
 def escaping_change_path(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
@@ -346,7 +408,10 @@ def escaping_change_path(table: Path, rng: random.Random, sentinels: Path) -> Mu
 
 def bad_deletion_vector(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
     candidates = [
-        (c, i) for c in commits(table) for i, a in enumerate(_lines(c)) if (a.get("add") or {}).get("deletionVector")
+        (c, i)
+        for c in commits(table)
+        for i, a in enumerate(_lines(c))
+        if (a.get("add") or {}).get("deletionVector")
     ]
     if not candidates:
         return None
@@ -374,9 +439,14 @@ def bad_deletion_vector(table: Path, rng: random.Random, sentinels: Path) -> Mut
     else:
         dv["pathOrInlineDv"] = rng.choice(["tooshort", "~" * 20, "0" * 20])
     _write_lines(path, actions)
-    return _mutation("bad-deletion-vector", path, "either",
-                     "a descriptor change that still decodes to the same rows is harmless",
-                     names=(actions[index]["add"]["path"], str(secret)), details={"change": change})
+    return _mutation(
+        "bad-deletion-vector",
+        path,
+        "either",
+        "a descriptor change that still decodes to the same rows is harmless",
+        names=(actions[index]["add"]["path"], str(secret)),
+        details={"change": change},
+    )
 
 
 # ---------------------------------------------------------------------------------- log structure
@@ -389,10 +459,16 @@ def drop_commit(table: Path, rng: random.Random, sentinels: Path) -> Mutation | 
     latest = version_of(all_commits[-1])
     covered = [version_of(c) for c in checkpoints(table) if version_of(c) >= version_of(path)]
     if version_of(path) == latest:
-        return _mutation("drop-commit", path, "either", "the newest commit gone: the table is a version older")
+        return _mutation(
+            "drop-commit", path, "either", "the newest commit gone: the table is a version older"
+        )
     if covered:
-        return _mutation("drop-commit", path, "either",
-                         f"checkpoint {covered[0]} covers the missing commit for later versions")
+        return _mutation(
+            "drop-commit",
+            path,
+            "either",
+            f"checkpoint {covered[0]} covers the missing commit for later versions",
+        )
     return _mutation("drop-commit", path, "error")
 
 
@@ -414,9 +490,14 @@ def duplicate_commit(table: Path, rng: random.Random, sentinels: Path) -> Mutati
     source = rng.choice(commits(table))
     target = log_dir(table) / f"{version_of(commits(table)[-1]) + 1:020d}.json"
     target.write_bytes(source.read_bytes())
-    return _mutation("duplicate-commit", target, "either",
-                     f"commit {version_of(source)} repeated as the next version: adds of live paths replace "
-                     "them, so a well-formed log may follow", names=(source.name,))
+    return _mutation(
+        "duplicate-commit",
+        target,
+        "either",
+        f"commit {version_of(source)} repeated as the next version: adds of live paths replace "
+        "them, so a well-formed log may follow",
+        names=(source.name,),
+    )
 
 
 def drop_protocol_and_metadata(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
@@ -441,26 +522,38 @@ def drop_protocol_and_metadata(table: Path, rng: random.Random, sentinels: Path)
 def stale_last_checkpoint(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
     hint = log_dir(table) / "_last_checkpoint"
     latest = version_of(commits(table)[-1])
-    body = rng.choice([
-        {"version": rng.randrange(0, latest + 5), "size": 3},
-        {"version": rng.randrange(0, latest + 5), "size": 3, "parts": rng.choice([2, 5, 10**6])},
-        {"version": 10**30},
-        {"version": -4},
-        {"version": "7"},
-        {"size": 3},
-        [1, 2],
-    ])
+    body = rng.choice(
+        [
+            {"version": rng.randrange(0, latest + 5), "size": 3},
+            {"version": rng.randrange(0, latest + 5), "size": 3, "parts": rng.choice([2, 5, 10**6])},
+            {"version": 10**30},
+            {"version": -4},
+            {"version": "7"},
+            {"size": 3},
+            [1, 2],
+        ]
+    )
     hint.write_text(json.dumps(body))
-    return _mutation("stale-last-checkpoint", hint, "valid",
-                     "PROTOCOL.md: _last_checkpoint is a hint; readers list the log when it is wrong",
-                     same_rows=True, details={"body": body})
+    return _mutation(
+        "stale-last-checkpoint",
+        hint,
+        "valid",
+        "PROTOCOL.md: _last_checkpoint is a hint; readers list the log when it is wrong",
+        same_rows=True,
+        details={"body": body},
+    )
 
 
 def garbage_last_checkpoint(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
     hint = log_dir(table) / "_last_checkpoint"
     hint.write_bytes(rng.choice([b"", b"{", b"\x00\xff" * 10, b'{"version": 1', b"null"]))
-    return _mutation("garbage-last-checkpoint", hint, "valid",
-                     "PROTOCOL.md: _last_checkpoint is a hint; an unreadable one is ignored", same_rows=True)
+    return _mutation(
+        "garbage-last-checkpoint",
+        hint,
+        "valid",
+        "PROTOCOL.md: _last_checkpoint is a hint; an unreadable one is ignored",
+        same_rows=True,
+    )
 
 
 # ----------------------------------------------------------------------------------- checkpoints
@@ -486,13 +579,28 @@ def checkpoint_without_column(table: Path, rng: random.Random, sentinels: Path) 
     pq.write_table(data.drop_columns([column]), path)
     if column in ("protocol", "metaData"):
         # The other part of a multi-part checkpoint may still hold it.
-        return _mutation("checkpoint-without-column", path, "either", "a multi-part checkpoint's other part "
-                         "may hold the action", details={"column": column})
+        return _mutation(
+            "checkpoint-without-column",
+            path,
+            "either",
+            "a multi-part checkpoint's other part may hold the action",
+            details={"column": column},
+        )
     if column in ("add",):
-        return _mutation("checkpoint-without-column", path, "either",
-                         "a checkpoint without add files describes an empty table", details={"column": column})
-    return _mutation("checkpoint-without-column", path, "either",
-                     f"PROTOCOL.md: {column} rows are optional in a checkpoint", details={"column": column})
+        return _mutation(
+            "checkpoint-without-column",
+            path,
+            "either",
+            "a checkpoint without add files describes an empty table",
+            details={"column": column},
+        )
+    return _mutation(
+        "checkpoint-without-column",
+        path,
+        "either",
+        f"PROTOCOL.md: {column} rows are optional in a checkpoint",
+        details={"column": column},
+    )
 
 
 def checkpoint_with_bad_values(table: Path, rng: random.Random, sentinels: Path) -> Mutation | None:
@@ -516,9 +624,14 @@ def checkpoint_with_bad_values(table: Path, rng: random.Random, sentinels: Path)
     else:
         target["partitionValues"] = [("nope", "x")]
     pq.write_table(pa.Table.from_pylist(rows, schema=data.schema), path)
-    return _mutation("checkpoint-bad-values", path, "either",
-                     "sizes and unknown partition keys are not needed to read; an escaping path is refused",
-                     names=(str(target["path"]),), details={"change": change})
+    return _mutation(
+        "checkpoint-bad-values",
+        path,
+        "either",
+        "sizes and unknown partition keys are not needed to read; an escaping path is refused",
+        names=(str(target["path"]),),
+        details={"change": change},
+    )
 
 
 def _stats_struct(stats: list[str | None]) -> pa.Array:

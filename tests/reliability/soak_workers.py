@@ -82,8 +82,12 @@ class _Writer:
         values = [self.rng.randrange(1000, 2000) for _ in seqs]
         metrics = (
             DeltaTable(self.location)
-            .merge(self._table(seqs, values), "t.writer = s.writer AND t.seq = s.seq", source_alias="s",
-                   target_alias="t")
+            .merge(
+                self._table(seqs, values),
+                "t.writer = s.writer AND t.seq = s.seq",
+                source_alias="s",
+                target_alias="t",
+            )
             .when_matched_update_all()
             .when_not_matched_insert_all()
             .execute()
@@ -102,7 +106,9 @@ class _Writer:
         if version is None:
             return  # nothing to change (a delete that matched no row): no commit
         self.model = model
-        self.acks.append({"version": version, "op": op, "rows": len(model), "digest": rows_hash(model.items())})
+        self.acks.append(
+            {"version": version, "op": op, "rows": len(model), "digest": rows_hash(model.items())}
+        )
 
 
 def writer_main(work: str, location: str, writer: int, deadline: float) -> None:
@@ -160,12 +166,14 @@ def sensor_main(work: str, location: str, poke_interval: float) -> None:
             found = new_commits(location, baseline)
             pokes += 1
             if found.has_new_version:
-                reports.append({
-                    "start": found.start_version,
-                    "end": found.latest_version,
-                    "versions": [c.version for c in found.commits],
-                    "missing": list(found.missing),
-                })
+                reports.append(
+                    {
+                        "start": found.start_version,
+                        "end": found.latest_version,
+                        "versions": [c.version for c in found.commits],
+                        "missing": list(found.missing),
+                    }
+                )
                 assert found.latest_version is not None
                 baseline = found.latest_version
             if done:

@@ -123,10 +123,14 @@ def _check_error(err: DeltaError, location: str, mutation: Mutation) -> None:
     if isinstance(err, TableNotFoundError):  # no version exists: the log folder is what is at fault
         assert "_delta_log" in message, message
         return
-    assert re.search(r"\b(versions?|commit|checkpoint) \d+", message), f"the error names no version: {message}"
+    assert re.search(r"\b(versions?|commit|checkpoint) \d+", message), (
+        f"the error names no version: {message}"
+    )
     names = [n.rsplit("/", 1)[-1] for n in mutation.names] + list(mutation.names)
     # The file at fault: the mutated one, or the file it names (a data file, a deletion vector).
-    names_a_file = re.search(r"\d{20}\.(json|checkpoint)|(data|checkpoint) file '|deletion vector|\.parquet", message)
+    names_a_file = re.search(
+        r"\d{20}\.(json|checkpoint)|(data|checkpoint) file '|deletion vector|\.parquet", message
+    )
     assert any(n and n in message for n in names) or names_a_file, (
         f"the error does not name the file at fault ({mutation.names}): {message}"
     )
@@ -190,7 +194,10 @@ def _run_example(
         shutil.rmtree(work, ignore_errors=True)
 
 
-_SETTINGS = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]}
+_SETTINGS = {
+    "deadline": None,
+    "suppress_health_check": [HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+}
 
 
 # The default run replays the same 300 examples (a CI run must not fail on a case it happened to
@@ -213,7 +220,9 @@ def test_many_mutated_logs_read_or_fail_with_typed_errors(
 
 
 @pytest.mark.parametrize("mutator", sorted(MUTATORS))
-def test_every_mutator_applies_to_some_corpus_table(conformance_dir: Path, tmp_path: Path, mutator: str) -> None:
+def test_every_mutator_applies_to_some_corpus_table(
+    conformance_dir: Path, tmp_path: Path, mutator: str
+) -> None:
     applied = 0
     for i, table in enumerate(TABLES):
         location = tmp_path / f"t{i}"

@@ -149,4 +149,6 @@ def test_kill_9_at_random_steps_leaves_a_whole_table(work: Path, scenario: str, 
     # Figures for README's reliability section: kill points survived, by scenario and by kind of step.
     with (work.parent / "kill9-figures.jsonl").open("a") as fh:
         kinds = Counter(label.split(":")[0] for label in survived)
-        fh.write(json.dumps({"scenario": scenario, "seed": seed, "survived": len(survived), "kinds": kinds}) + "\n")
+        fh.write(
+            json.dumps({"scenario": scenario, "seed": seed, "survived": len(survived), "kinds": kinds}) + "\n"
+        )

@@ -130,7 +130,9 @@ def test_writers_readers_and_a_sensor_on_one_table_lose_nothing(tmp_path: Path) 
         info = commit_info_of(read_commit(storage, commit_path(version), version))
         assert info is not None and info.operation == _OPERATIONS[ack["op"]], (version, ack["op"])
         count, digest = content[version].get(str(writer), (0, 0))
-        assert (count, digest) == (ack["rows"], ack["digest"]), f"version {version} lost writer {writer}'s rows"
+        assert (count, digest) == (ack["rows"], ack["digest"]), (
+            f"version {version} lost writer {writer}'s rows"
+        )
     final = DeltaTable(location).to_arrow().to_pylist()
     for w in writers:
         rows = sorted([r["seq"], r["v"]] for r in final if r["writer"] == w["writer"])

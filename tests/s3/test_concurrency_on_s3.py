@@ -49,9 +49,21 @@ def _run_writers(uri: str, options: dict[str, str], go: Path) -> list[list[dict[
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(APPEND_WORKER), uri, json.dumps(options), str(go),
-             str(w), str(APPENDS), str(ROWS)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            [
+                sys.executable,
+                "-c",
+                textwrap.dedent(APPEND_WORKER),
+                uri,
+                json.dumps(options),
+                str(go),
+                str(w),
+                str(APPENDS),
+                str(ROWS),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for w in range(WRITERS)
     ]
@@ -79,9 +91,13 @@ def test_eight_processes_of_25_blind_appends_make_200_contiguous_commits(s3: S3E
     versions = sorted(e["version"] for events in outputs for e in events)
     assert versions == list(range(1, total + 1)), "every acknowledged commit has its own version"
     table = DeltaTable(s3.uri, storage_options=s3.direct_options)
-    commits = sorted(int(f.name[:20]) for f in table.storage.list_dir("_delta_log") if f.name.endswith(".json"))
+    commits = sorted(
+        int(f.name[:20]) for f in table.storage.list_dir("_delta_log") if f.name.endswith(".json")
+    )
     assert commits == list(range(total + 1)), "versions 0..200, no gap, no extra"
-    expected = sorted(w * 100_000 + i * ROWS + k for w in range(WRITERS) for i in range(APPENDS) for k in range(ROWS))
+    expected = sorted(
+        w * 100_000 + i * ROWS + k for w in range(WRITERS) for i in range(APPENDS) for k in range(ROWS)
+    )
     ids = table.to_arrow(columns=["id"]).column("id").to_pylist()
     assert len(ids) == WRITERS * APPENDS * ROWS and sorted(ids) == expected, "each row exactly once"
     rs = deltalake.DeltaTable(s3.uri, storage_options=s3.direct_options)
@@ -97,10 +113,16 @@ def isolation(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.mark.parametrize(("winner", "loser", "ws_error", "ser_error"), MATRIX)
-def test_conflict_matrix_holds_on_s3(s3: S3Env, isolation: str, winner: Any, loser: Any, ws_error: Any,
-                                     ser_error: Any) -> None:
-    t = DeltaTable.create(s3.uri, SCHEMA, partition_by=["date", "country"],
-                          properties={"delta.isolationLevel": isolation}, storage_options=s3.options)
+def test_conflict_matrix_holds_on_s3(
+    s3: S3Env, isolation: str, winner: Any, loser: Any, ws_error: Any, ser_error: Any
+) -> None:
+    t = DeltaTable.create(
+        s3.uri,
+        SCHEMA,
+        partition_by=["date", "country"],
+        properties={"delta.isolationLevel": isolation},
+        storage_options=s3.options,
+    )
     with t.transaction(operation="WRITE") as txn:
         txn.add(*[_file(d, c) for d, c in PARTS])
     table = DeltaTable(s3.uri, storage_options=s3.options)

@@ -80,7 +80,9 @@ def test_unknown_option_is_refused_with_the_key(s3: S3Env) -> None:
 def test_throttled_commit_put_is_retried_and_lands_once(s3: S3Env) -> None:
     t = DeltaTable.create(s3.uri, SCHEMA, storage_options=s3.options)
     s3.proxy.reset()
-    s3.proxy.fail("PUT", status=503, code="SlowDown", times=2, key_contains="_delta_log/00000000000000000001.json")
+    s3.proxy.fail(
+        "PUT", status=503, code="SlowDown", times=2, key_contains="_delta_log/00000000000000000001.json"
+    )
     assert t.append(pa.table({"id": [1, 2]})) == 1
     puts = [p for m, p in s3.proxy.log if m == "PUT" and "00000000000000000001.json" in p]
     assert len(puts) == 3, "two throttled attempts, then the one that landed"

@@ -53,8 +53,9 @@ def test_optimize_then_vacuum_on_s3(s3: S3Env) -> None:
 
 
 def test_reorg_purges_a_dropped_column_on_s3(s3: S3Env) -> None:
-    t = DeltaTable.create(s3.uri, SCHEMA, storage_options=s3.options,
-                          properties={"delta.columnMapping.mode": "name"})
+    t = DeltaTable.create(
+        s3.uri, SCHEMA, storage_options=s3.options, properties={"delta.columnMapping.mode": "name"}
+    )
     t.append(_rows(range(20), "FR"))
     t.refresh().alter("ALTER TABLE t DROP COLUMN country")
     t = t.refresh()

@@ -27,7 +27,10 @@ def test_server_listens_on_loopback_only(s3_server: SeaweedS3) -> None:
 def test_kill_9_of_the_owner_takes_the_server_with_it(tmp_path: Path) -> None:
     owner = subprocess.Popen(
         [sys.executable, "-m", "tests.s3_server", str(tmp_path / "server")],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        cwd=REPO_ROOT,
         env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
     )
     try:

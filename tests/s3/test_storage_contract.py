@@ -51,15 +51,30 @@ def test_absent_files_are_not_found(storage: Storage) -> None:
 
 
 def test_listing_is_sorted_direct_children_only_and_starts_after(storage: Storage) -> None:
-    for name in ["00000000000000000002.json", "00000000000000000000.json", "00000000000000000001.json",
-                 "00000000000000000001.checkpoint.parquet", "_last_checkpoint", "_sidecars/a.parquet"]:
+    for name in [
+        "00000000000000000002.json",
+        "00000000000000000000.json",
+        "00000000000000000001.json",
+        "00000000000000000001.checkpoint.parquet",
+        "_last_checkpoint",
+        "_sidecars/a.parquet",
+    ]:
         storage.write(f"_delta_log/{name}", b"x" * 3)
     names = [f.name for f in storage.list_dir("_delta_log")]
-    assert names == ["00000000000000000000.json", "00000000000000000001.checkpoint.parquet",
-                     "00000000000000000001.json", "00000000000000000002.json", "_last_checkpoint"]
+    assert names == [
+        "00000000000000000000.json",
+        "00000000000000000001.checkpoint.parquet",
+        "00000000000000000001.json",
+        "00000000000000000002.json",
+        "_last_checkpoint",
+    ]
     after = [f.name for f in storage.list_dir("_delta_log", start_after="00000000000000000001")]
-    assert after == ["00000000000000000001.checkpoint.parquet", "00000000000000000001.json",
-                     "00000000000000000002.json", "_last_checkpoint"]
+    assert after == [
+        "00000000000000000001.checkpoint.parquet",
+        "00000000000000000001.json",
+        "00000000000000000002.json",
+        "_last_checkpoint",
+    ]
     info = storage.list_dir("_delta_log", start_after="00000000000000000001.json")[0]
     assert (info.name, info.size) == ("00000000000000000002.json", 3)
     assert info.modification_time > 1_600_000_000_000
@@ -129,7 +144,10 @@ def test_log_paths_are_percent_decoded_once(storage: Storage) -> None:
 
 def test_absolute_uris_in_the_table_open(storage: Storage) -> None:
     storage.write("dv/deletion_vector_1.bin", b"\x01abc")
-    absolute = f"{storage.root}/dv/deletion_vector_1.bin" if "://" in storage.root else \
-        f"file://{storage.root}/dv/deletion_vector_1.bin"
+    absolute = (
+        f"{storage.root}/dv/deletion_vector_1.bin"
+        if "://" in storage.root
+        else f"file://{storage.root}/dv/deletion_vector_1.bin"
+    )
     with storage.open_input_file(absolute) as source:
         assert source.read() == b"\x01abc"

@@ -45,8 +45,9 @@ def test_create_append_read_and_time_travel(s3: S3Env) -> None:
 
 
 def test_delete_update_overwrite_and_merge(s3: S3Env) -> None:
-    t = DeltaTable.create(s3.uri, SCHEMA, storage_options=s3.options,
-                          properties={"delta.enableChangeDataFeed": "true"})
+    t = DeltaTable.create(
+        s3.uri, SCHEMA, storage_options=s3.options, properties={"delta.enableChangeDataFeed": "true"}
+    )
     t.append(_rows(range(10)))
     t.delete("id < 2")
     t.update("id = 5", set={"amount": "amount * 10"})
@@ -58,7 +59,9 @@ def test_delete_update_overwrite_and_merge(s3: S3Env) -> None:
         .execute()
     )
     assert metrics["numTargetRowsUpdated"] == 1 and metrics["numTargetRowsInserted"] == 1
-    rows = {r["id"]: r["amount"] for r in DeltaTable(s3.uri, storage_options=s3.options).to_arrow().to_pylist()}
+    rows = {
+        r["id"]: r["amount"] for r in DeltaTable(s3.uri, storage_options=s3.options).to_arrow().to_pylist()
+    }
     assert sorted(rows) == [2, 3, 4, 5, 6, 7, 8, 9, 20] and rows[5] == -1.0
     changes = t.changes(4, 4).to_pylist()  # the MERGE's change rows, read back from _change_data/
     assert {(c["id"], c["_change_type"]) for c in changes} >= {(5, "update_postimage"), (20, "insert")}
@@ -86,8 +89,9 @@ def test_checkpoints_and_log_cleanup(s3: S3Env) -> None:
 
 
 def test_load_after_a_checkpoint_lists_the_log_once_from_the_checkpoint(s3: S3Env) -> None:
-    t = DeltaTable.create(s3.uri, SCHEMA, properties={"delta.checkpointInterval": "10"},
-                          storage_options=s3.options)
+    t = DeltaTable.create(
+        s3.uri, SCHEMA, properties={"delta.checkpointInterval": "10"}, storage_options=s3.options
+    )
     for i in range(14):
         t.append(_rows(range(i, i + 1)))
     s3.proxy.reset()
@@ -132,10 +136,12 @@ def test_delta_rs_reads_our_table_and_we_read_and_append_to_its(s3: S3Env) -> No
     assert _sorted(rs.to_pyarrow_table()) == _sorted(ours.to_arrow())
 
     theirs = s3.new_uri("rs")
-    deltalake.write_deltalake(theirs, _rows(range(3)), partition_by=["country"],
-                              storage_options=s3.direct_options)
-    deltalake.write_deltalake(theirs, _rows(range(3, 4), "DE"), mode="append",
-                              storage_options=s3.direct_options)
+    deltalake.write_deltalake(
+        theirs, _rows(range(3)), partition_by=["country"], storage_options=s3.direct_options
+    )
+    deltalake.write_deltalake(
+        theirs, _rows(range(3, 4), "DE"), mode="append", storage_options=s3.direct_options
+    )
     t = DeltaTable(theirs, storage_options=s3.options)
     assert t.version == 1 and sorted(t.to_arrow().column("id").to_pylist()) == [0, 1, 2, 3]
     assert t.append(_rows(range(4, 6), "IT")) == 2
@@ -147,10 +153,16 @@ def test_delta_rs_reads_our_table_and_we_read_and_append_to_its(s3: S3Env) -> No
 
 @pytest.mark.parametrize("checkpoint_interval", ["2"])
 def test_delta_rs_checkpoint_is_read_on_s3(s3: S3Env, checkpoint_interval: str) -> None:
-    deltalake.write_deltalake(s3.uri, _rows(range(2)), storage_options=s3.direct_options,
-                              configuration={"delta.checkpointInterval": checkpoint_interval})
+    deltalake.write_deltalake(
+        s3.uri,
+        _rows(range(2)),
+        storage_options=s3.direct_options,
+        configuration={"delta.checkpointInterval": checkpoint_interval},
+    )
     for i in range(2, 5):
-        deltalake.write_deltalake(s3.uri, _rows(range(i, i + 1)), mode="append", storage_options=s3.direct_options)
+        deltalake.write_deltalake(
+            s3.uri, _rows(range(i, i + 1)), mode="append", storage_options=s3.direct_options
+        )
     deltalake.DeltaTable(s3.uri, storage_options=s3.direct_options).create_checkpoint()
     t = DeltaTable(s3.uri, storage_options=s3.options)
     assert t.snapshot.segment.checkpoint is not None

@@ -18,10 +18,17 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-LAYOUT_METRICS = frozenset({
-    "executionTimeMs", "scanTimeMs", "rewriteTimeMs", "numTargetBytesAdded", "numTargetBytesRemoved",
-    "numTargetFilesAdded", "numTargetChangeFilesAdded",
-})
+LAYOUT_METRICS = frozenset(
+    {
+        "executionTimeMs",
+        "scanTimeMs",
+        "rewriteTimeMs",
+        "numTargetBytesAdded",
+        "numTargetBytesRemoved",
+        "numTargetFilesAdded",
+        "numTargetChangeFilesAdded",
+    }
+)
 
 
 def canonical(table: pa.Table) -> list[str]:

@@ -27,10 +27,17 @@ def test_spark_executors_write_the_same_bytes_as_the_local_engine(
 ) -> None:
     t = busy_table(tmp_path / "src")
     keys = ["id"] if envelope == "debezium" else None
-    local = export_changes(str(tmp_path / "src"), str(tmp_path / "local"), format=fmt, envelope=envelope,
-                           key_columns=keys)
-    on_spark = export_changes(str(tmp_path / "src"), str(tmp_path / "spark"), format=fmt, envelope=envelope,
-                              key_columns=keys, engine=SparkExportEngine(spark))
+    local = export_changes(
+        str(tmp_path / "src"), str(tmp_path / "local"), format=fmt, envelope=envelope, key_columns=keys
+    )
+    on_spark = export_changes(
+        str(tmp_path / "src"),
+        str(tmp_path / "spark"),
+        format=fmt,
+        envelope=envelope,
+        key_columns=keys,
+        engine=SparkExportEngine(spark),
+    )
     assert on_spark.to_dict() | {"sink": ""} == local.to_dict() | {"sink": ""}
     assert tree(tmp_path / "spark") == tree(tmp_path / "local")
     if fmt == "parquet":
@@ -40,18 +47,24 @@ def test_spark_executors_write_the_same_bytes_as_the_local_engine(
 def test_spark_writes_the_delta_sink_in_tasks_and_commits_once(spark: SparkSession, tmp_path: Path) -> None:
     t = busy_table(tmp_path / "src")
     engine = SparkExportEngine(spark)
-    first = export_changes(str(tmp_path / "src"), str(tmp_path / "sink"), format="delta", ending_version=2,
-                           engine=engine)
+    first = export_changes(
+        str(tmp_path / "src"), str(tmp_path / "sink"), format="delta", ending_version=2, engine=engine
+    )
     second = export_changes(str(tmp_path / "src"), str(tmp_path / "sink"), format="delta", engine=engine)
     assert (first.sink_version, second.sink_version, second.start, second.end) == (0, 1, 3, 5)
     assert second.rows == t.changes(3).num_rows
     assert sorted_rows(DeltaTable(str(tmp_path / "sink")).to_arrow()) == sorted_rows(t.changes(0))
 
 
-def test_the_cdf_export_job_resumes_and_reports_the_export_result(spark: SparkSession, tmp_path: Path) -> None:
+def test_the_cdf_export_job_resumes_and_reports_the_export_result(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     t = busy_table(tmp_path / "src")
-    spec = JobSpec(job="cdf_export", table=str(tmp_path / "src"),
-                   options={"sink": str(tmp_path / "out"), "max_versions": 4})
+    spec = JobSpec(
+        job="cdf_export",
+        table=str(tmp_path / "src"),
+        options={"sink": str(tmp_path / "out"), "max_versions": 4},
+    )
     first = run_spec(spec, spark)
     second = run_spec(spec, spark)
     third = run_spec(spec, spark)

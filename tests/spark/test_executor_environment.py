@@ -54,14 +54,18 @@ def _files(path: Path) -> set[str]:
 def _wrapper(tmp_path: Path, name: str, python: str, pythonpath: str) -> str:
     """An executable that runs ``python`` with ``pythonpath`` first on its path."""
     script = tmp_path / name
-    script.write_text(f'#!/bin/sh\nPYTHONPATH="{pythonpath}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{python}" "$@"\n')
+    script.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{pythonpath}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{python}" "$@"\n'
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return str(script)
 
 
 def _assert_refused_untouched(spark: SparkSession, path: Path, module: str) -> None:
     before_version, before_files = DeltaTable(str(path)).version, _files(path)
-    with pytest.raises(ExecutorEnvironmentError, match=rf"cannot import '{module}'.*spark\.pyspark\.python") as info:
+    with pytest.raises(
+        ExecutorEnvironmentError, match=rf"cannot import '{module}'.*spark\.pyspark\.python"
+    ) as info:
         write_delta(spark.range(10), str(path))
     assert re.fullmatch(module, str(info.value.module))
     with pytest.raises(ExecutorEnvironmentError, match=rf"cannot import '{module}'"):
@@ -85,7 +89,9 @@ def test_executors_without_pyarrow_are_refused_before_writing(tmp_path: Path) ->
 
 
 @pytest.mark.cluster
-def test_cluster_executors_without_the_package_are_refused(spark_cluster: StandaloneCluster, tmp_path: Path) -> None:
+def test_cluster_executors_without_the_package_are_refused(
+    spark_cluster: StandaloneCluster, tmp_path: Path
+) -> None:
     site_packages = sysconfig.get_paths()["purelib"]  # pyarrow & co; the editable .pth is not processed
     python = _wrapper(tmp_path, "python-without-package", BASE_PYTHON, site_packages)
     _table(tmp_path / "t")
@@ -98,10 +104,15 @@ def test_cluster_executors_without_the_package_are_refused(spark_cluster: Standa
 
 
 @pytest.mark.cluster
-def test_cluster_executors_with_another_version_are_refused(spark_cluster: StandaloneCluster, tmp_path: Path) -> None:
+def test_cluster_executors_with_another_version_are_refused(
+    spark_cluster: StandaloneCluster, tmp_path: Path
+) -> None:
     other = tmp_path / "other"
-    shutil.copytree(os.path.dirname(airflow_provider_delta.__file__), other / "airflow_provider_delta",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        os.path.dirname(airflow_provider_delta.__file__),
+        other / "airflow_provider_delta",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     init = other / "airflow_provider_delta" / "__init__.py"
     init.write_text(init.read_text().replace(airflow_provider_delta.__version__, "0.0.0+other"))
     python = _wrapper(tmp_path, "python-other-version", sys.executable, str(other))

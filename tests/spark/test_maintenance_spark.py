@@ -87,7 +87,9 @@ def test_vacuum_job_spreads_a_long_delete_list_over_spark_tasks(spark: SparkSess
     n = 2 * SPARK_DELETE_THRESHOLD + 400
     live, expired = expired_files_table(tmp_path / "t", n)
     jobs_before = _jobs_in_group(spark, DELETE_JOB_GROUP)
-    result = run_spec(JobSpec(job="vacuum", table=str(tmp_path / "t"), options={"retention_hours": 168}), spark)
+    result = run_spec(
+        JobSpec(job="vacuum", table=str(tmp_path / "t"), options={"retention_hours": 168}), spark
+    )
     assert result.status == "success", result.error
     assert result.metrics["numFiles"] == len(expired) and len(result.metrics["files"]) == 1000
     new_jobs = [j for j in _jobs_in_group(spark, DELETE_JOB_GROUP) if j not in jobs_before]
@@ -116,20 +118,28 @@ def test_optimize_job_under_spark_commits_once(spark: SparkSession, tmp_path: Pa
 
 
 @pytest.mark.cluster
-def test_rewrites_and_deletes_run_on_both_workers_of_a_cluster(cluster_spark: SparkSession, tmp_path: Path) -> None:
+def test_rewrites_and_deletes_run_on_both_workers_of_a_cluster(
+    cluster_spark: SparkSession, tmp_path: Path
+) -> None:
     marks = tmp_path / "marks"
     marks.mkdir()
 
     def record(actions: Any) -> None:
-        (marks / f"{os.getpid()}-{len(list(marks.iterdir()))}.json").write_text(json.dumps({"cwd": os.getcwd()}))
+        (marks / f"{os.getpid()}-{len(list(marks.iterdir()))}.json").write_text(
+            json.dumps({"cwd": os.getcwd()})
+        )
 
     def workers() -> set[str]:
         cwds = {json.loads(p.read_text())["cwd"] for p in marks.glob("*.json")}
         return {c.split("/work/")[1].split("/")[0] for c in cwds if "/work/worker-" in c}
 
     executor = SparkExecutor(cluster_spark, task_hook=record)
-    t = small_files_table(tmp_path / "t", appends=4, partitions=("a", "b", "c", "d"),
-                          properties={"delta.enableDeletionVectors": "true"})
+    t = small_files_table(
+        tmp_path / "t",
+        appends=4,
+        partitions=("a", "b", "c", "d"),
+        properties={"delta.enableDeletionVectors": "true"},
+    )
     with_deletion_vector(t, t.files()[0], [0])
     before = rows_of(DeltaTable(t.location).to_arrow())
     assert optimize(DeltaTable(t.location).snapshot, executor=executor)["numAddedFiles"] == 4

@@ -63,12 +63,26 @@ class Kind:
 GENERATED_KIND = Kind(
     name="generated",
     on="t.k = s.k",
-    matched_conditions=(None, "s.v > t.v", "t.s IS NULL", "s.p = t.p", "s.v % 2 = 0",
-                        "t.v IS NOT NULL AND s.s IS NOT NULL"),
-    matched_sets=({"v": "s.v + coalesce(t.v, 0)"}, {"s": "concat(coalesce(t.s, ''), s.s)", "p": "s.p"}, {"x": "s.x"},
-                  {"v": "length(s.s)"}),
+    matched_conditions=(
+        None,
+        "s.v > t.v",
+        "t.s IS NULL",
+        "s.p = t.p",
+        "s.v % 2 = 0",
+        "t.v IS NOT NULL AND s.s IS NOT NULL",
+    ),
+    matched_sets=(
+        {"v": "s.v + coalesce(t.v, 0)"},
+        {"s": "concat(coalesce(t.s, ''), s.s)", "p": "s.p"},
+        {"x": "s.x"},
+        {"v": "length(s.s)"},
+    ),
     insert_conditions=(None, "s.v IS NOT NULL", "s.p = 'a'", "s.k > 5"),
-    insert_values=({"k": "s.k", "v": "s.v * 2", "p": "s.p"}, {"k": "s.k", "s": "upper(s.s)"}, {"k": "s.k", "x": "s.x"}),
+    insert_values=(
+        {"k": "s.k", "v": "s.v * 2", "p": "s.p"},
+        {"k": "s.k", "s": "upper(s.s)"},
+        {"k": "s.k", "x": "s.x"},
+    ),
     by_source_conditions=(None, "t.v < 5", "t.p = 'b'", "t.s IS NOT NULL"),
     by_source_sets=({"v": "t.v + 100"}, {"s": "lower(t.s)"}),
     excepts=((), ("s",), ("x",), ("v", "x")),
@@ -92,19 +106,30 @@ SMALL_TEXT = st.one_of(st.none(), st.text(alphabet="abAB", min_size=0, max_size=
 
 @st.composite
 def generated_target(draw: st.DrawFn) -> dict[str, Any]:
-    rows = draw(st.lists(st.fixed_dictionaries({
-        "k": st.one_of(st.none(), st.integers(0, 9)),
-        "p": st.sampled_from(["a", "b", None]),
-        "v": st.one_of(st.none(), st.integers(-5, 20)),
-        "s": SMALL_TEXT,
-    }), max_size=12))
+    rows = draw(
+        st.lists(
+            st.fixed_dictionaries(
+                {
+                    "k": st.one_of(st.none(), st.integers(0, 9)),
+                    "p": st.sampled_from(["a", "b", None]),
+                    "v": st.one_of(st.none(), st.integers(-5, 20)),
+                    "s": SMALL_TEXT,
+                }
+            ),
+            max_size=12,
+        )
+    )
     properties = {}
     if draw(st.booleans()):
         properties["delta.enableChangeDataFeed"] = "true"
     if draw(st.booleans()):
         properties["delta.columnMapping.mode"] = "name"
-    return {"rows": rows, "partitioned": draw(st.booleans()), "properties": properties,
-            "files": draw(st.integers(1, 3))}
+    return {
+        "rows": rows,
+        "partitioned": draw(st.booleans()),
+        "properties": properties,
+        "files": draw(st.integers(1, 3)),
+    }
 
 
 def source_rows(kind: Kind, draw: st.DrawFn, with_x: bool) -> pa.Table:
@@ -112,8 +137,12 @@ def source_rows(kind: Kind, draw: st.DrawFn, with_x: bool) -> pa.Table:
         spec = {"part": st.integers(0, 4), "col1": st.integers(28, 45), "col2": SMALL_TEXT}
         schema = pa.schema([("part", pa.int32()), ("col1", pa.int32()), ("col2", pa.string())])
     else:
-        spec = {"k": st.one_of(st.none(), st.integers(0, 12)), "p": st.sampled_from(["a", "b", None]),
-                "v": st.one_of(st.none(), st.integers(-5, 20)), "s": SMALL_TEXT}
+        spec = {
+            "k": st.one_of(st.none(), st.integers(0, 12)),
+            "p": st.sampled_from(["a", "b", None]),
+            "v": st.one_of(st.none(), st.integers(-5, 20)),
+            "s": SMALL_TEXT,
+        }
         schema = pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.string())])
     if with_x:
         spec["x"] = st.one_of(st.none(), st.floats(-10, 10, allow_nan=False))
@@ -151,11 +180,14 @@ def clauses(draw: st.DrawFn, kind: Kind) -> list[tuple[str, dict[str, Any]]]:
                 args["set"] = draw(st.sampled_from(kind.by_source_sets))
             drawn.append((f"when_not_matched_by_source_{action}", args))
     # Only the last clause of a kind may omit its condition: give earlier ones the first condition.
-    conditions = {"matched": kind.matched_conditions, "not_matched": kind.insert_conditions,
-                  "not_matched_by_source": kind.by_source_conditions}
+    conditions = {
+        "matched": kind.matched_conditions,
+        "not_matched": kind.insert_conditions,
+        "not_matched_by_source": kind.by_source_conditions,
+    }
     for i, (method, args) in enumerate(drawn):
         family = _family(method)
-        later = any(_family(m) == family for m, _ in drawn[i + 1:])
+        later = any(_family(m) == family for m, _ in drawn[i + 1 :])
         if later and args["condition"] is None:
             args["condition"] = next(c for c in conditions[family] if c is not None)
     return drawn
@@ -196,11 +228,17 @@ def make_target(case: dict[str, Any], path: Path) -> int:
             pytest.skip("the conformance corpus is missing")
         shutil.copytree(corpus / "tables" / DV_TABLE, path)
         if case["cdf"]:
-            DeltaTable(str(path)).alter("ALTER TABLE t SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')")
+            DeltaTable(str(path)).alter(
+                "ALTER TABLE t SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')"
+            )
         return DeltaTable(str(path)).version
     target = case["target"]
-    table = DeltaTable.create(str(path), GENERATED, partition_by=["p"] if target["partitioned"] else (),
-                              properties=target["properties"])
+    table = DeltaTable.create(
+        str(path),
+        GENERATED,
+        partition_by=["p"] if target["partitioned"] else (),
+        properties=target["properties"],
+    )
     rows = pa.Table.from_pylist(target["rows"], schema=GENERATED)
     step = max(1, -(-rows.num_rows // target["files"]))
     for start in range(0, rows.num_rows, step):
@@ -251,10 +289,19 @@ def _spark_schema(table: pa.Table) -> Any:
     return to_spark_schema(from_arrow_schema(table.schema))
 
 
-FEW = settings(max_examples=6, deadline=None, derandomize=True, print_blob=True,
-               suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-MANY = settings(max_examples=80, deadline=None, print_blob=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FEW = settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+MANY = settings(
+    max_examples=80,
+    deadline=None,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 @pytest.fixture
@@ -282,10 +329,20 @@ def test_a_fixed_case_of_every_clause_kind_agrees(spark_utc: SparkSession) -> No
         "kind": GENERATED_KIND,
         "evolution": True,
         "source": pa.Table.from_pylist(
-            [{"k": 1, "p": "a", "v": 5, "s": "x", "x": 1.5}, {"k": None, "p": "b", "v": 2, "s": None, "x": None},
-             {"k": 7, "p": "a", "v": 8, "s": "ab", "x": 2.0}],
-            schema=pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.string()),
-                              ("x", pa.float64())]),
+            [
+                {"k": 1, "p": "a", "v": 5, "s": "x", "x": 1.5},
+                {"k": None, "p": "b", "v": 2, "s": None, "x": None},
+                {"k": 7, "p": "a", "v": 8, "s": "ab", "x": 2.0},
+            ],
+            schema=pa.schema(
+                [
+                    ("k", pa.int64()),
+                    ("p", pa.string()),
+                    ("v", pa.int64()),
+                    ("s", pa.string()),
+                    ("x", pa.float64()),
+                ]
+            ),
         ),
         "clauses": [
             ("when_not_matched_by_source_update", {"set": {"v": "t.v + 100"}, "condition": "t.v < 5"}),
@@ -295,8 +352,12 @@ def test_a_fixed_case_of_every_clause_kind_agrees(spark_utc: SparkSession) -> No
             ("when_not_matched_by_source_delete", {"condition": None}),
         ],
         "target": {
-            "rows": [{"k": 1, "p": "a", "v": 1, "s": None}, {"k": 2, "p": "b", "v": 3, "s": "q"},
-                     {"k": None, "p": None, "v": 9, "s": "n"}, {"k": 3, "p": "a", "v": 30, "s": None}],
+            "rows": [
+                {"k": 1, "p": "a", "v": 1, "s": None},
+                {"k": 2, "p": "b", "v": 3, "s": "q"},
+                {"k": None, "p": None, "v": 9, "s": "n"},
+                {"k": 3, "p": "a", "v": 30, "s": None},
+            ],
             "partitioned": True,
             "properties": {"delta.enableChangeDataFeed": "true", "delta.columnMapping.mode": "name"},
             "files": 2,
@@ -305,16 +366,23 @@ def test_a_fixed_case_of_every_clause_kind_agrees(spark_utc: SparkSession) -> No
     check_case(spark_utc, case)
 
 
-
 UPSERT_SOURCE = pa.Table.from_pylist(
-    [{"k": 1, "p": "a", "v": 5, "s": "x"}, {"k": None, "p": "b", "v": 2, "s": None},
-     {"k": 8, "p": "a", "v": 8, "s": "ab"}, {"k": 8, "p": "b", "v": 1, "s": "c"},
-     {"k": 3, "p": None, "v": 0, "s": "d"}],
+    [
+        {"k": 1, "p": "a", "v": 5, "s": "x"},
+        {"k": None, "p": "b", "v": 2, "s": None},
+        {"k": 8, "p": "a", "v": 8, "s": "ab"},
+        {"k": 8, "p": "b", "v": 1, "s": "c"},
+        {"k": 3, "p": None, "v": 0, "s": "d"},
+    ],
     schema=pa.schema([("k", pa.int64()), ("p", pa.string()), ("v", pa.int64()), ("s", pa.string())]),
 )
 UPSERT_TARGET = {
-    "rows": [{"k": 1, "p": "a", "v": 1, "s": None}, {"k": 2, "p": "b", "v": 3, "s": "q"},
-             {"k": None, "p": None, "v": 9, "s": "n"}, {"k": 3, "p": "a", "v": 30, "s": None}],
+    "rows": [
+        {"k": 1, "p": "a", "v": 1, "s": None},
+        {"k": 2, "p": "b", "v": 3, "s": "q"},
+        {"k": None, "p": None, "v": 9, "s": "n"},
+        {"k": 3, "p": "a", "v": 30, "s": None},
+    ],
     "partitioned": False,
     "properties": {"delta.enableChangeDataFeed": "true"},
     "files": 2,
@@ -322,19 +390,38 @@ UPSERT_TARGET = {
 
 
 @pytest.mark.parametrize("broadcast_keys", [True, False], ids=["broadcast-keys", "shuffle-join"])
-@pytest.mark.parametrize("clause_list", [
-    [("when_matched_update_all", {"condition": "s.v > t.v"}), ("when_matched_delete", {"condition": None}),
-     ("when_not_matched_insert", {"values": {"k": "s.k", "v": "s.v * 2", "s": "upper(s.s)"}, "condition": None})],
-    [("when_not_matched_insert_all", {"condition": "s.v < 8"})],
-    [("when_matched_update", {"set": {"s": "concat(t.s, s.s)", "v": "s.v"}, "condition": None})],
-    [("when_matched_update_all", {"condition": None}), ("when_not_matched_insert_all", {"condition": None}),
-     ("when_not_matched_by_source_update", {"set": {"v": "t.v + 100"}, "condition": "t.v < 5"}),
-     ("when_not_matched_by_source_delete", {"condition": None})],
-], ids=["upsert", "insert-only", "update-only", "not-matched-by-source"])
+@pytest.mark.parametrize(
+    "clause_list",
+    [
+        [
+            ("when_matched_update_all", {"condition": "s.v > t.v"}),
+            ("when_matched_delete", {"condition": None}),
+            (
+                "when_not_matched_insert",
+                {"values": {"k": "s.k", "v": "s.v * 2", "s": "upper(s.s)"}, "condition": None},
+            ),
+        ],
+        [("when_not_matched_insert_all", {"condition": "s.v < 8"})],
+        [("when_matched_update", {"set": {"s": "concat(t.s, s.s)", "v": "s.v"}, "condition": None})],
+        [
+            ("when_matched_update_all", {"condition": None}),
+            ("when_not_matched_insert_all", {"condition": None}),
+            ("when_not_matched_by_source_update", {"set": {"v": "t.v + 100"}, "condition": "t.v < 5"}),
+            ("when_not_matched_by_source_delete", {"condition": None}),
+        ],
+    ],
+    ids=["upsert", "insert-only", "update-only", "not-matched-by-source"],
+)
 def test_a_fixed_upsert_agrees_with_and_without_broadcast_keys(
     spark_utc: SparkSession, clause_list: list[tuple[str, dict[str, Any]]], broadcast_keys: bool
 ) -> None:
     # Null keys on both sides, two source rows inserted with one key, a key only in the source.
-    case = {"kind": GENERATED_KIND, "evolution": False, "source": UPSERT_SOURCE, "clauses": clause_list,
-            "target": UPSERT_TARGET, "broadcast_keys": broadcast_keys}
+    case = {
+        "kind": GENERATED_KIND,
+        "evolution": False,
+        "source": UPSERT_SOURCE,
+        "clauses": clause_list,
+        "target": UPSERT_TARGET,
+        "broadcast_keys": broadcast_keys,
+    }
     check_case(spark_utc, case)

@@ -34,7 +34,9 @@ def test_pyspark_has_no_hadoop_s3_connector(spark: SparkSession) -> None:
 
 def test_write_delta_and_read_delta_on_s3(spark: SparkSession, s3: S3Env) -> None:
     df = spark.range(0, 1000, numPartitions=4).selectExpr("id", "CAST(id % 3 AS STRING) AS part")
-    assert write_delta(df, s3.uri, partition_by=["part"], storage_options=s3.options) == 0  # one commit: table + rows
+    assert (
+        write_delta(df, s3.uri, partition_by=["part"], storage_options=s3.options) == 0
+    )  # one commit: table + rows
     puts = s3.proxy.snapshot()["put"]
     assert puts >= 4 + 1, "data files written by the tasks, then the commit"
     more = spark.range(1000, 1100, numPartitions=2).selectExpr("id", "CAST(id % 3 AS STRING) AS part")
@@ -42,8 +44,9 @@ def test_write_delta_and_read_delta_on_s3(spark: SparkSession, s3: S3Env) -> Non
 
     ids = sorted(r.id for r in read_delta(spark, s3.uri, storage_options=s3.options).collect())
     assert ids == list(range(1100))
-    filtered = read_delta(spark, s3.uri, columns=["id"], filter="part = '1' AND id < 10",
-                          storage_options=s3.options)
+    filtered = read_delta(
+        spark, s3.uri, columns=["id"], filter="part = '1' AND id < 10", storage_options=s3.options
+    )
     assert sorted(r.id for r in filtered.collect()) == [1, 4, 7]
     rs = deltalake.DeltaTable(s3.uri, storage_options=s3.direct_options)
     assert rs.version() == 1 and rs.to_pyarrow_table().num_rows == 1100
@@ -55,5 +58,7 @@ def test_read_delta_reads_a_delta_rs_table_on_s3(spark: SparkSession, s3: S3Env)
     deltalake.DeltaTable(s3.uri, storage_options=s3.direct_options).delete("id >= 40")
     rows = read_delta(spark, s3.uri, storage_options=s3.options).collect()
     assert sorted(r.id for r in rows) == list(range(40))
-    write_delta(spark.createDataFrame([(100, "x")], "id long, name string"), s3.uri, storage_options=s3.options)
+    write_delta(
+        spark.createDataFrame([(100, "x")], "id long, name string"), s3.uri, storage_options=s3.options
+    )
     assert DeltaTable(s3.uri, storage_options=s3.options).version == 2

@@ -41,6 +41,8 @@ def test_a_repartition_by_slot_keys_puts_each_slot_in_its_own_partition(spark: S
 
     slots = 5
     keys = slot_keys(slots)
-    frame = spark.range(0, 1000).select(F.element_at(F.lit(keys), (F.col("id") % slots + 1).cast("int")).alias("k"))
+    frame = spark.range(0, 1000).select(
+        F.element_at(F.lit(keys), (F.col("id") % slots + 1).cast("int")).alias("k")
+    )
     placed = frame.repartition(slots, "k").select(F.spark_partition_id().alias("p"), "k").distinct().collect()
     assert sorted((row["p"], row["k"]) for row in placed) == list(enumerate(keys))

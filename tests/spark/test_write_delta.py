@@ -65,7 +65,8 @@ def same_rows(got: pa.Table, expected: pa.Table, ignore: list[str] | None = None
 def parquet_files(table: Path) -> set[str]:
     """Data files on disk, relative to the table (change data files excluded)."""
     return {
-        str(p.relative_to(table)) for p in table.rglob("*.parquet")
+        str(p.relative_to(table))
+        for p in table.rglob("*.parquet")
         if "_delta_log" not in p.parts and "_change_data" not in p.parts
     }
 
@@ -78,34 +79,55 @@ def committed_files(table: Path) -> set[str]:
 
 # ------------------------------------------------------------------------------------- every type
 
-ALL_TYPES = st.StructType([
-    st.StructField("id", st.LongType(), False),
-    st.StructField("b", st.ByteType()),
-    st.StructField("s", st.ShortType()),
-    st.StructField("i", st.IntegerType()),
-    st.StructField("f", st.FloatType()),
-    st.StructField("d", st.DoubleType()),
-    st.StructField("dec", st.DecimalType(38, 18)),
-    st.StructField("money", st.DecimalType(5, 2)),
-    st.StructField("str", st.StringType()),
-    st.StructField("bin", st.BinaryType()),
-    st.StructField("flag", st.BooleanType()),
-    st.StructField("day", st.DateType()),
-    st.StructField("ts", st.TimestampType()),
-    st.StructField("ntz", st.TimestampNTZType()),
-    st.StructField("nested", st.StructType([
-        st.StructField("a", st.IntegerType()),
-        st.StructField("inner", st.StructType([
-            st.StructField("x", st.StringType()), st.StructField("t", st.TimestampType()),
-        ])),
-    ])),
-    st.StructField("ints", st.ArrayType(st.IntegerType())),
-    st.StructField("pairs", st.ArrayType(st.StructType([
-        st.StructField("k", st.StringType()), st.StructField("v", st.DoubleType()),
-    ]))),
-    st.StructField("m", st.MapType(st.StringType(), st.LongType())),
-    st.StructField("m_arr", st.MapType(st.StringType(), st.ArrayType(st.DecimalType(10, 2)))),
-])
+ALL_TYPES = st.StructType(
+    [
+        st.StructField("id", st.LongType(), False),
+        st.StructField("b", st.ByteType()),
+        st.StructField("s", st.ShortType()),
+        st.StructField("i", st.IntegerType()),
+        st.StructField("f", st.FloatType()),
+        st.StructField("d", st.DoubleType()),
+        st.StructField("dec", st.DecimalType(38, 18)),
+        st.StructField("money", st.DecimalType(5, 2)),
+        st.StructField("str", st.StringType()),
+        st.StructField("bin", st.BinaryType()),
+        st.StructField("flag", st.BooleanType()),
+        st.StructField("day", st.DateType()),
+        st.StructField("ts", st.TimestampType()),
+        st.StructField("ntz", st.TimestampNTZType()),
+        st.StructField(
+            "nested",
+            st.StructType(
+                [
+                    st.StructField("a", st.IntegerType()),
+                    st.StructField(
+                        "inner",
+                        st.StructType(
+                            [
+                                st.StructField("x", st.StringType()),
+                                st.StructField("t", st.TimestampType()),
+                            ]
+                        ),
+                    ),
+                ]
+            ),
+        ),
+        st.StructField("ints", st.ArrayType(st.IntegerType())),
+        st.StructField(
+            "pairs",
+            st.ArrayType(
+                st.StructType(
+                    [
+                        st.StructField("k", st.StringType()),
+                        st.StructField("v", st.DoubleType()),
+                    ]
+                )
+            ),
+        ),
+        st.StructField("m", st.MapType(st.StringType(), st.LongType())),
+        st.StructField("m_arr", st.MapType(st.StringType(), st.ArrayType(st.DecimalType(10, 2)))),
+    ]
+)
 
 UTC = dt.timezone.utc
 
@@ -113,14 +135,48 @@ UTC = dt.timezone.utc
 def all_types_rows() -> list[tuple[Any, ...]]:
     ts = dt.datetime(2024, 3, 1, 12, 30, 45, 123456, tzinfo=UTC)
     return [
-        (1, 1, 300, 70_000, 1.5, 2.25, decimal.Decimal("12345678901234567890.123456789012345678"),
-         decimal.Decimal("999.99"), "héllo", b"\x00\x01", True, dt.date(2024, 3, 1), ts,
-         dt.datetime(2024, 3, 1, 12, 30, 45, 123456), (1, ("x", ts)), [1, None, 3],
-         [("a", 1.0), ("b", None)], {"k": 1, "n": None}, {"z": [decimal.Decimal("1.25"), None]}),
-        (2, -128, -32768, -(2**31), float("-inf"), float("nan"), decimal.Decimal("-0.000000000000000001"),
-         decimal.Decimal("-1.00"), "", b"", False, dt.date(1, 1, 1),
-         dt.datetime(1900, 1, 1, tzinfo=UTC), dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
-         (None, None), [], [], {}, {}),
+        (
+            1,
+            1,
+            300,
+            70_000,
+            1.5,
+            2.25,
+            decimal.Decimal("12345678901234567890.123456789012345678"),
+            decimal.Decimal("999.99"),
+            "héllo",
+            b"\x00\x01",
+            True,
+            dt.date(2024, 3, 1),
+            ts,
+            dt.datetime(2024, 3, 1, 12, 30, 45, 123456),
+            (1, ("x", ts)),
+            [1, None, 3],
+            [("a", 1.0), ("b", None)],
+            {"k": 1, "n": None},
+            {"z": [decimal.Decimal("1.25"), None]},
+        ),
+        (
+            2,
+            -128,
+            -32768,
+            -(2**31),
+            float("-inf"),
+            float("nan"),
+            decimal.Decimal("-0.000000000000000001"),
+            decimal.Decimal("-1.00"),
+            "",
+            b"",
+            False,
+            dt.date(1, 1, 1),
+            dt.datetime(1900, 1, 1, tzinfo=UTC),
+            dt.datetime(9999, 12, 31, 23, 59, 59, 999999),
+            (None, None),
+            [],
+            [],
+            {},
+            {},
+        ),
         (3, *([None] * (len(ALL_TYPES.fields) - 1))),
     ]
 
@@ -155,14 +211,18 @@ def test_every_type_written_by_write_delta_reads_back_identically_in_delta_rs_an
 def test_a_table_written_by_delta_rs_reads_identically_with_read_delta(
     spark_utc: SparkSession, tmp_path: Path
 ) -> None:
-    data = pa.table({
-        "id": pa.array(range(6), pa.int64()),
-        "part": ["a", "b", None, "a b", "a", "b"],
-        "amount": pa.array([decimal.Decimal(f"{i}.5") for i in range(6)], pa.decimal128(10, 2)),
-        "at": pa.array([dt.datetime(2024, 1, i + 1, tzinfo=UTC) for i in range(6)], pa.timestamp("us", "UTC")),
-        "tags": [["x"], [], None, ["y", "z"], ["x"], None],
-        "attrs": pa.array([{"k": i} for i in range(6)], pa.struct([("k", pa.int64())])),
-    })
+    data = pa.table(
+        {
+            "id": pa.array(range(6), pa.int64()),
+            "part": ["a", "b", None, "a b", "a", "b"],
+            "amount": pa.array([decimal.Decimal(f"{i}.5") for i in range(6)], pa.decimal128(10, 2)),
+            "at": pa.array(
+                [dt.datetime(2024, 1, i + 1, tzinfo=UTC) for i in range(6)], pa.timestamp("us", "UTC")
+            ),
+            "tags": [["x"], [], None, ["y", "z"], ["x"], None],
+            "attrs": pa.array([{"k": i} for i in range(6)], pa.struct([("k", pa.int64())])),
+        }
+    )
     path = str(tmp_path / "rs")
     deltalake.write_deltalake(path, data, partition_by=["part"])
     deltalake.write_deltalake(path, data.slice(0, 2), mode="append", partition_by=["part"])
@@ -231,8 +291,9 @@ def test_partitioned_table_with_special_partition_values(spark_utc: SparkSession
 def test_replace_where_replaces_only_the_matching_partition(spark_utc: SparkSession, tmp_path: Path) -> None:
     path = tmp_path / "t"
     write_delta(events(spark_utc, range(10)), str(path), partition_by=["part"])
-    version = write_delta(events(spark_utc, range(50, 53), "even"), str(path), mode="overwrite",
-                          predicate="part = 'even'")
+    version = write_delta(
+        events(spark_utc, range(50, 53), "even"), str(path), mode="overwrite", predicate="part = 'even'"
+    )
     assert ids(path, filter="part = 'even'") == [50, 51, 52]
     assert ids(path, filter="part = 'odd'") == [1, 3, 5, 7, 9]
     info = DeltaTable(str(path)).history(1)[0]
@@ -241,10 +302,14 @@ def test_replace_where_replaces_only_the_matching_partition(spark_utc: SparkSess
 
 def cdf_table(location: Path) -> Path:
     schema = pa.schema([("id", pa.int64()), ("part", pa.string()), ("value", pa.float64())])
-    table = DeltaTable.create(str(location), schema, partition_by=["part"],
-                              properties={"delta.enableChangeDataFeed": "true"})
-    table.append(pa.table({"id": [1, 2, 3, 4], "part": ["a", "a", "b", "b"], "value": [1.0, 2.0, 3.0, 4.0]},
-                          schema=schema))
+    table = DeltaTable.create(
+        str(location), schema, partition_by=["part"], properties={"delta.enableChangeDataFeed": "true"}
+    )
+    table.append(
+        pa.table(
+            {"id": [1, 2, 3, 4], "part": ["a", "a", "b", "b"], "value": [1.0, 2.0, 3.0, 4.0]}, schema=schema
+        )
+    )
     return location
 
 
@@ -261,19 +326,27 @@ def test_replace_where_on_a_cdf_table_records_the_same_changes_as_the_local_engi
     predicate = "value >= 2"  # a data predicate: files are rewritten and change files written
 
     local_version = DeltaTable(str(local)).overwrite(new, predicate)
-    spark_version = write_delta(spark_utc.createDataFrame(new), str(spark_copy), mode="overwrite", predicate=predicate)
+    spark_version = write_delta(
+        spark_utc.createDataFrame(new), str(spark_copy), mode="overwrite", predicate=predicate
+    )
 
     assert spark_version == local_version == 2
     same_rows(DeltaTable(str(spark_copy)).to_arrow(), DeltaTable(str(local)).to_arrow())
     same_rows(changes_of(spark_copy, 2), changes_of(local, 2))
-    got = sorted(zip(*changes_of(spark_copy, 2).select(["id", "_change_type"]).to_pydict().values(), strict=True))
+    got = sorted(
+        zip(*changes_of(spark_copy, 2).select(["id", "_change_type"]).to_pydict().values(), strict=True)
+    )
     assert got == [(2, "delete"), (3, "delete"), (4, "delete"), (20, "insert"), (30, "insert")]
     assert list((spark_copy / "_change_data").rglob("*.parquet"))
     rs = pa.table(deltalake.DeltaTable(str(spark_copy)).load_cdf(starting_version=2).read_all())
-    same_rows(rs.select(["id", "part", "value", "_change_type", "_commit_version"]), changes_of(spark_copy, 2))
+    same_rows(
+        rs.select(["id", "part", "value", "_change_type", "_commit_version"]), changes_of(spark_copy, 2)
+    )
 
 
-def test_replace_where_with_change_data_takes_the_dataframe_once(spark_utc: SparkSession, tmp_path: Path) -> None:
+def test_replace_where_with_change_data_takes_the_dataframe_once(
+    spark_utc: SparkSession, tmp_path: Path
+) -> None:
     # A value drawn from os.urandom differs at each evaluation: the data files and the insert change rows
     # hold the same values only if both were written from one pass over the DataFrame.
     from pyspark.sql import functions as F
@@ -283,7 +356,9 @@ def test_replace_where_with_change_data_takes_the_dataframe_once(spark_utc: Spar
     frame = spark_utc.range(100, 110).select(F.col("id"), F.lit("a").alias("part"), draw().alias("value"))
     write_delta(frame, str(path), mode="overwrite", predicate="value >= 0")
     written = DeltaTable(str(path)).to_arrow().select(["id", "value"])
-    inserted = changes_of(path, 2).filter(pc.equal(pc.field("_change_type"), "insert")).select(["id", "value"])
+    inserted = (
+        changes_of(path, 2).filter(pc.equal(pc.field("_change_type"), "insert")).select(["id", "value"])
+    )
     same_rows(inserted, written)
     assert written.num_rows == 10
 
@@ -298,7 +373,10 @@ def test_delete_and_update_with_the_spark_executor_match_the_local_engine(
     assert delete(DeltaTable(str(local)).snapshot, "value = 2") == 2
     assert delete(DeltaTable(str(spark_copy)).snapshot, "value = 2", executor=executor) == 2
     assert update(DeltaTable(str(local)).snapshot, "id >= 3", {"value": "value * 10"}) == 3
-    assert update(DeltaTable(str(spark_copy)).snapshot, "id >= 3", {"value": "value * 10"}, executor=executor) == 3
+    assert (
+        update(DeltaTable(str(spark_copy)).snapshot, "id >= 3", {"value": "value * 10"}, executor=executor)
+        == 3
+    )
 
     same_rows(DeltaTable(str(spark_copy)).to_arrow(), DeltaTable(str(local)).to_arrow())
     same_rows(changes_of(spark_copy, 2), changes_of(local, 2))
@@ -314,11 +392,19 @@ def test_schema_mode_merge_adds_the_new_column(spark_utc: SparkSession, tmp_path
     write_delta(wider, str(path), schema_mode="merge")
     table = DeltaTable(str(path))
     assert table.schema.names == ("id", "part", "value", "label")
-    assert table.to_arrow(columns=["id", "label"]).sort_by("id")["label"].to_pylist() == [None, None, None, "3", "4"]
+    assert table.to_arrow(columns=["id", "label"]).sort_by("id")["label"].to_pylist() == [
+        None,
+        None,
+        None,
+        "3",
+        "4",
+    ]
     assert read_delta(spark_utc, str(path)).where("label is not null").count() == 2
 
 
-def test_schema_mode_overwrite_replaces_schema_and_partitioning(spark_utc: SparkSession, tmp_path: Path) -> None:
+def test_schema_mode_overwrite_replaces_schema_and_partitioning(
+    spark_utc: SparkSession, tmp_path: Path
+) -> None:
     path = tmp_path / "t"
     write_delta(events(spark_utc, range(3)), str(path), partition_by=["part"])
     other = spark_utc.range(3).selectExpr("cast(id as int) as k", "'x' as day")
@@ -364,9 +450,13 @@ def test_new_rows_outside_the_replace_where_predicate_fail_the_job_and_commit_no
 ) -> None:
     path = tmp_path / "t"
     write_delta(events(spark_utc, range(10)), str(path), partition_by=["part"])
-    with pytest.raises(SchemaMismatchError, match="where \"part = 'even'\": .* do not match the predicate") as info:
+    with pytest.raises(
+        SchemaMismatchError, match="where \"part = 'even'\": .* do not match the predicate"
+    ) as info:
         write_delta(events(spark_utc, range(20, 30)), str(path), mode="overwrite", predicate="part = 'even'")
-    assert "Job aborted" in str(info.value.__cause__) or "PythonException" in type(info.value.__cause__).__name__
+    assert (
+        "Job aborted" in str(info.value.__cause__) or "PythonException" in type(info.value.__cause__).__name__
+    )
     assert DeltaTable(str(path)).version == 0
     assert ids(path) == list(range(10))
 
@@ -401,8 +491,13 @@ def test_bad_options_are_refused(spark_utc: SparkSession, tmp_path: Path) -> Non
     with pytest.raises(DeltaError, match="delta.appendOnly.*DeltaTable.alter"):
         write_delta(events(spark_utc, range(3, 4)), str(path), properties={"delta.appendOnly": "true"})
     with pytest.raises(SchemaEvolutionError, match="predicate"):
-        write_delta(events(spark_utc, range(3, 4)), str(path), mode="overwrite", predicate="id > 1",
-                    schema_mode="overwrite")
+        write_delta(
+            events(spark_utc, range(3, 4)),
+            str(path),
+            mode="overwrite",
+            predicate="id > 1",
+            schema_mode="overwrite",
+        )
     with pytest.raises(TypeError, match="pyspark.sql.DataFrame"):
         SparkExecutor(spark_utc).write_files(None, pa.table({"id": [1]}))  # type: ignore[arg-type]
     assert DeltaTable(str(path)).version == 0
@@ -424,7 +519,9 @@ def test_a_delta_error_reported_by_a_task_is_raised_again_with_its_type() -> Non
 
     with pytest.raises(Exception) as in_task, delta_errors():
         raise DataFileError("Cannot read data file 'x.parquet' of version 3: it does not exist", path="x")
-    spark_text = f"Job aborted: ... Traceback ...\n{type(in_task.value).__name__}: {in_task.value}\n SQLSTATE: 38000"
+    spark_text = (
+        f"Job aborted: ... Traceback ...\n{type(in_task.value).__name__}: {in_task.value}\n SQLSTATE: 38000"
+    )
     with pytest.raises(DataFileError, match="'x.parquet' of version 3") as info:
         reraise_task_error(RuntimeError(spark_text))
     assert isinstance(info.value.__cause__, RuntimeError)
@@ -457,8 +554,13 @@ def test_the_write_job_under_spark_writes_its_source_with_spark_executors(
     source, path = tmp_path / "source", tmp_path / "t"
     events(spark_utc, range(50)).write.parquet(str(source))
     write_delta(events(spark_utc, range(0)), str(path), partition_by=["part"])
-    spec = JobSpec(job="write", table=str(path), options={"source": {"path": str(source)}},
-                   app_id="airflow:d:t:r1", app_version=0)
+    spec = JobSpec(
+        job="write",
+        table=str(path),
+        options={"source": {"path": str(source)}},
+        app_id="airflow:d:t:r1",
+        app_version=0,
+    )
 
     result = run_spec(spec, spark_utc)
     assert result.status == "success", result.error
@@ -468,15 +570,27 @@ def test_the_write_job_under_spark_writes_its_source_with_spark_executors(
     retry = run_spec(spec, spark_utc)
     assert (retry.committed, retry.version) == (False, 1)
 
-    inline = JobSpec(job="write", table=str(path), options={
-        "mode": "overwrite", "predicate": "part = 'even'", "rows": [{"id": 1000, "part": "even", "value": 0.5}],
-    })
+    inline = JobSpec(
+        job="write",
+        table=str(path),
+        options={
+            "mode": "overwrite",
+            "predicate": "part = 'even'",
+            "rows": [{"id": 1000, "part": "even", "value": 0.5}],
+        },
+    )
     replaced = run_spec(inline, spark_utc)
     assert replaced.status == "success", replaced.error
     assert ids(path, filter="part = 'even'") == [1000]
-    outside = JobSpec(job="write", table=str(path), options={
-        "mode": "overwrite", "predicate": "part = 'even'", "rows": [{"id": 1001, "part": "odd", "value": 0.5}],
-    })
+    outside = JobSpec(
+        job="write",
+        table=str(path),
+        options={
+            "mode": "overwrite",
+            "predicate": "part = 'even'",
+            "rows": [{"id": 1001, "part": "odd", "value": 0.5}],
+        },
+    )
     refused = run_spec(outside, spark_utc)
     assert refused.status == "error"
     assert refused.error is not None
@@ -506,8 +620,11 @@ def test_files_of_a_failed_task_attempt_are_never_committed(tmp_path: Path) -> N
 
     path = tmp_path / "t"
     table = DeltaTable.create(str(path), pa.schema([("id", pa.int64())]))
-    result = write(table.snapshot, spark.range(0, 100, numPartitions=2),
-                   executor=SparkExecutor(spark, task_hook=fail_first_attempt_of_partition_0))
+    result = write(
+        table.snapshot,
+        spark.range(0, 100, numPartitions=2),
+        executor=SparkExecutor(spark, task_hook=fail_first_attempt_of_partition_0),
+    )
 
     attempts = {p.stem: json.loads(p.read_text()) for p in marks.glob("*.json")}
     assert sorted(attempts) == ["0-0", "0-1", "1-0"]
@@ -523,7 +640,9 @@ def test_files_of_a_failed_task_attempt_are_never_committed(tmp_path: Path) -> N
 
 
 @pytest.mark.cluster
-def test_write_delta_and_read_delta_on_a_standalone_cluster(cluster_spark: SparkSession, tmp_path: Path) -> None:
+def test_write_delta_and_read_delta_on_a_standalone_cluster(
+    cluster_spark: SparkSession, tmp_path: Path
+) -> None:
     spark = cluster_spark
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     marks = tmp_path / "writers"
@@ -535,8 +654,12 @@ def test_write_delta_and_read_delta_on_a_standalone_cluster(cluster_spark: Spark
         (marks / f"{os.getpid()}.json").write_text(json.dumps({"cwd": os.getcwd(), "n": len(actions)}))
 
     path = tmp_path / "t"
-    DeltaTable.create(str(path), pa.schema([("id", pa.int64()), ("part", pa.string()), ("value", pa.float64())]),
-                      partition_by=["part"], properties={"delta.enableChangeDataFeed": "true"})
+    DeltaTable.create(
+        str(path),
+        pa.schema([("id", pa.int64()), ("part", pa.string()), ("value", pa.float64())]),
+        partition_by=["part"],
+        properties={"delta.enableChangeDataFeed": "true"},
+    )
     executor = SparkExecutor(spark, task_hook=record_writer)
     frame = spark.range(0, 10_000, numPartitions=4).selectExpr(
         "id", "case when id % 2 = 0 then 'even' else 'odd' end as part", "cast(id as double) as value"

@@ -64,8 +64,12 @@ class Airflow:
                     return
                 with (self.root / f"{name}.log").open("ab") as log:
                     self.procs[name] = subprocess.Popen(
-                        [AIRFLOW, *args], env=self.env, stdout=log, stderr=subprocess.STDOUT,
-                        start_new_session=True, preexec_fn=_parent_death_signal(),
+                        [AIRFLOW, *args],
+                        env=self.env,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        preexec_fn=_parent_death_signal(),
                     )
                 self._lock.notify_all()
 
@@ -90,15 +94,18 @@ class Airflow:
             self._lock.notify_all()
 
     def logs(self) -> str:
-        return "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.root.glob("*.log"))
+        return "\n".join(
+            f"--- {p.name}\n{p.read_text(errors='replace')[-3000:]}" for p in self.root.glob("*.log")
+        )
 
 
 def wait_for(what: str, condition: Callable[[], bool], airflow: Airflow, timeout: float = 240) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         for name, proc in airflow.procs.items():
-            assert proc.poll() is None, f"airflow {name} exited ({proc.returncode}) while waiting for {what}\n" + \
-                airflow.logs()
+            assert proc.poll() is None, (
+                f"airflow {name} exited ({proc.returncode}) while waiting for {what}\n" + airflow.logs()
+            )
         if time.monotonic() > deadline:
             pytest.fail(f"timed out waiting for {what}\n{airflow.logs()}")
         time.sleep(1)
@@ -111,7 +118,11 @@ def airflow_home(tmp_path: Path) -> Iterator[tuple[Airflow, Path, Path]]:
     shutil.copy(DAGS_FOLDER / "examples" / "example_delta_cdf_export.py", dags)
     table, sink = tmp_path / "orders", tmp_path / "orders_changes"
     (port,) = free_ports(1)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "_DELTA_TEST_AIRFLOW_CONFIGURED"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AIRFLOW") and k != "_DELTA_TEST_AIRFLOW_CONFIGURED"
+    }
     env |= {
         "AIRFLOW_HOME": str(home),
         "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
@@ -143,9 +154,11 @@ def airflow_home(tmp_path: Path) -> Iterator[tuple[Airflow, Path, Path]]:
 
 def _watching(root: Path, count: int) -> Callable[[], bool]:
     """The trigger has read its starting version ``count`` times (it logs "Watching <table> ...")."""
+
     def check() -> bool:
         log = root / "triggerer.log"
         return log.exists() and log.read_text(errors="replace").count("for versions after") >= count
+
     return check
 
 
@@ -154,7 +167,9 @@ def _exported_up_to(sink: Path, version: int) -> Callable[[], bool]:
 
 
 def _append(table: Path, ids: list[int]) -> int:
-    version = DeltaTable(str(table)).append(pa.table({"id": ids, "p": ["a"] * len(ids), "v": ids}, schema=SCHEMA))
+    version = DeltaTable(str(table)).append(
+        pa.table({"id": ids, "p": ["a"] * len(ids), "v": ids}, schema=SCHEMA)
+    )
     assert version is not None
     return version
 
@@ -163,7 +178,9 @@ def test_commits_are_exported_exactly_once_by_a_real_scheduler_with_restarts(air
     airflow, table, sink = airflow_home
     t = DeltaTable.create(str(table), SCHEMA, properties=CDF)
     t.append(pa.table({"id": [0], "p": ["a"], "v": [0]}, schema=SCHEMA))  # before anyone watches
-    airflow.start("api-server", "api-server", "--port", airflow.env["AIRFLOW__API__PORT"], "--host", "127.0.0.1")
+    airflow.start(
+        "api-server", "api-server", "--port", airflow.env["AIRFLOW__API__PORT"], "--host", "127.0.0.1"
+    )
     for name in ("dag-processor", "scheduler", "triggerer"):
         airflow.start(name, name)
     # Until the trigger has read the table's version, a commit is not news to it (nor after: the

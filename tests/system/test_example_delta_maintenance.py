@@ -60,8 +60,12 @@ def test_maintenance_dag_checkpoints_every_configured_table_and_skips_a_missing_
 def _airflow_dags_test(dag_id: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     bin_dir = Path(sys.executable).parent
     return subprocess.run(
-        [str(bin_dir / "airflow"), "dags", "test", dag_id], env=env, capture_output=True, text=True,
-        timeout=900, check=False,
+        [str(bin_dir / "airflow"), "dags", "test", dag_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
     )
 
 
@@ -80,12 +84,14 @@ def test_nightly_optimize_and_weekly_purge_and_vacuum_run_through_spark_submit(
     t = small_files_table(tmp_path / "events", appends=3, properties={"delta.enableDeletionVectors": "true"})
     with_deletion_vector(t, t.files()[0], [0, 1])
     before = rows_of(DeltaTable(t.location).to_arrow())
-    settings = [{
-        "table": t.location,
-        "optimize": {"zorder_by": ["x"]},
-        # A demo table: everything may go at once (never do this on a table with running writers).
-        "vacuum": {"retention_hours": 0, "enforce_retention_duration": False},
-    }]
+    settings = [
+        {
+            "table": t.location,
+            "optimize": {"zorder_by": ["x"]},
+            # A demo table: everything may go at once (never do this on a table with running writers).
+            "vacuum": {"retention_hours": 0, "enforce_retention_duration": False},
+        }
+    ]
     bin_dir = Path(sys.executable).parent
     env = {
         **os.environ,

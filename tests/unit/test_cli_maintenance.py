@@ -40,8 +40,9 @@ def test_vacuum_dry_run_lists_the_files_and_commits_nothing(
     table.delete("p = 'b'")
     make_old(Path(table.location))
     version = DeltaTable.latest_version(table.location)
-    code, out, err = run(capsys, "vacuum", table.location, "--retention-hours", "0", "--no-enforce-retention",
-                         "--dry-run")
+    code, out, err = run(
+        capsys, "vacuum", table.location, "--retention-hours", "0", "--no-enforce-retention", "--dry-run"
+    )
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert len(lines) == 4 and all(line.startswith("p=") for line in lines[:3])  # p=b's 3 files
@@ -91,7 +92,10 @@ def test_reorg_purges_deletion_vectors(capsys: pytest.CaptureFixture[str], table
     ("argv", "message"),
     [
         (["vacuum", "{t}", "--retention-hours", "1"], "DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"),
-        (["vacuum", "{t}", "--retention-hours", "-1", "--no-enforce-retention"], "can't be less than 0 hours"),
+        (
+            ["vacuum", "{t}", "--retention-hours", "-1", "--no-enforce-retention"],
+            "can't be less than 0 hours",
+        ),
         (["vacuum", "{t}/p=a"], "is not a Delta table. VACUUM is only supported for Delta tables"),
         (["optimize", "{t}", "--where", "id > 1"], "DELTA_NON_PARTITION_COLUMN_REFERENCE"),
         (["optimize", "{t}", "--zorder-by", "p"], "DELTA_ZORDERING_ON_PARTITION_COLUMN"),
@@ -109,6 +113,7 @@ def test_bad_input_exits_2_with_deltas_message(
 
 def test_the_installed_script_runs_vacuum(table: DeltaTable) -> None:
     script = Path(sys.executable).parent / "delta-log"
-    proc = subprocess.run([str(script), "vacuum", table.location, "--json"], capture_output=True, text=True,
-                          check=True)
+    proc = subprocess.run(
+        [str(script), "vacuum", table.location, "--json"], capture_output=True, text=True, check=True
+    )
     assert json.loads(proc.stdout)["metrics"]["numDeletedFiles"] == 0

@@ -114,7 +114,9 @@ def test_import_core_loads_neither_the_expression_engine_nor_the_commands() -> N
         "'airflow_provider_delta.core.commands.write', 'airflow_provider_delta.core.executor'))]\n"
         "print(','.join(sorted(heavy)))\n"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO_ROOT)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=REPO_ROOT
+    )
     assert out.stdout.strip() == ""
 
 
@@ -128,6 +130,9 @@ def test_commands_reach_the_data_only_through_an_executor() -> None:
             if isinstance(node, ast.ImportFrom) and node.module
         }
         for module in sorted(imported):
-            if module in ("airflow_provider_delta.core.write.files", "airflow_provider_delta.core.write.parquet"):
+            if module in (
+                "airflow_provider_delta.core.write.files",
+                "airflow_provider_delta.core.write.parquet",
+            ):
                 direct.append(f"{path.relative_to(REPO_ROOT)}: {module}")
     assert direct == []

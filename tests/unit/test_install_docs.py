@@ -41,7 +41,9 @@ def requirement(extra: str, name: str) -> str:
         ("pyarrow", "pyarrow", ""),
     ],
 )
-def test_the_matrix_is_what_pyproject_declares_and_what_the_tests_run(row: str, dist: str, extra: str) -> None:
+def test_the_matrix_is_what_pyproject_declares_and_what_the_tests_run(
+    row: str, dist: str, extra: str
+) -> None:
     supported, tested = matrix()[row]
     assert supported == requirement(extra, dist)
     assert tested == md.version(dist)
@@ -50,7 +52,10 @@ def test_the_matrix_is_what_pyproject_declares_and_what_the_tests_run(row: str, 
 def test_python_pyspark_and_the_pinned_test_stack_agree() -> None:
     table = matrix()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    assert table["Python"] == (project["requires-python"], f"{sys.version_info.major}.{sys.version_info.minor}")
+    assert table["Python"] == (
+        project["requires-python"],
+        f"{sys.version_info.major}.{sys.version_info.minor}",
+    )
     assert table["pyspark"][0] == f"=={PYSPARK_VERSION}"
     assert table["Apache Airflow"][1] == requirement("airflow", "apache-airflow").removeprefix("==")
     assert table["apache-airflow-providers-apache-spark"][1] == requirement(

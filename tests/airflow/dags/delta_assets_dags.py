@@ -29,11 +29,18 @@ with DAG(
         task_id="write_static", job="write", engine="local", table=f"{ROOT}/events", job_options={"rows": ROW}
     )
     write_templated = DeltaSparkJobOperator(
-        task_id="write_templated", job="write", engine="local", table="{{ params.root }}/orders",
+        task_id="write_templated",
+        job="write",
+        engine="local",
+        table="{{ params.root }}/orders",
         job_options={"rows": ROW},
     )
     merge_like = DeltaSparkJobOperator(
-        task_id="merge_like", job="write", engine="local", table=f"{ROOT}/joined", job_options={"rows": ROW},
+        task_id="merge_like",
+        job="write",
+        engine="local",
+        table=f"{ROOT}/joined",
+        job_options={"rows": ROW},
         inlet_tables=[f"{ROOT}/events"],
     )
     checkpoint = DeltaCheckpointOperator(task_id="checkpoint", table=f"{ROOT}/events")

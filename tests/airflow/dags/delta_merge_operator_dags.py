@@ -26,7 +26,9 @@ class _InProcess:
     def execute(self, context: Context) -> dict[str, Any]:
         result: dict[str, Any] = super().execute(context)  # type: ignore[misc]
         if context["ti"].try_number == 1:
-            raise AirflowException(f"simulated: the worker was lost after the commit of version {result['version']}")
+            raise AirflowException(
+                f"simulated: the worker was lost after the commit of version {result['version']}"
+            )
         return result
 
 

@@ -43,7 +43,11 @@ class Recording:
     task_id: str
 
     def execute(self, context: Context) -> dict[str, Any]:
-        record: dict[str, Any] = {"task_id": self.task_id, "try_number": context["ti"].try_number, "pid": os.getpid()}
+        record: dict[str, Any] = {
+            "task_id": self.task_id,
+            "try_number": context["ti"].try_number,
+            "pid": os.getpid(),
+        }
         try:
             result = super().execute(context)  # type: ignore[misc]
         except Exception as exc:
@@ -65,7 +69,9 @@ class RecordingJob(Recording, DeltaSparkJobOperator):
         self.root = root
         self.test_hooks = test_hooks or {}
 
-    def build_spec(self, context: Context, location: str | list[str], storage_options: dict[str, str]) -> JobSpec:
+    def build_spec(
+        self, context: Context, location: str | list[str], storage_options: dict[str, str]
+    ) -> JobSpec:
         from dataclasses import replace
 
         return replace(super().build_spec(context, location, storage_options), test_hooks=self.test_hooks)
@@ -136,7 +142,9 @@ with DAG(
         table=ROOT + "/t",
         job_options={"rows": [{"id": 9, "part": "b"}]},
         # Attempt 1 waits at its commit for a file that never appears: TimeoutError (transient).
-        test_hooks={"before_commit": {"signal": ROOT + "/ready", "wait_for": ROOT + "/never", "timeout_s": 0.2}},
+        test_hooks={
+            "before_commit": {"signal": ROOT + "/ready", "wait_for": ROOT + "/never", "timeout_s": 0.2}
+        },
         conflict_policy={"base_backoff": 0.01, "max_backoff": 0.02},
     )
 
@@ -171,7 +179,11 @@ with DAG(
             "isolation_level": "Serializable",
         },
         test_hooks={
-            "before_commit": {"signal": ROOT + "/job-ready", "wait_for": ROOT + "/writer-done", "timeout_s": 120}
+            "before_commit": {
+                "signal": ROOT + "/job-ready",
+                "wait_for": ROOT + "/writer-done",
+                "timeout_s": 120,
+            }
         },
         conflict_policy={"base_backoff": 0.01, "max_backoff": 0.02},
     )

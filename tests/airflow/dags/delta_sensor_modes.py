@@ -14,10 +14,14 @@ from airflow_provider_delta.sensors.delta import DeltaVersionSensor
 
 TABLE = os.environ.get("DELTA_TEST_SENSOR_TABLE", "/tmp/delta-test-sensor-table")
 
-with DAG("test_delta_sensor_reschedule", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag_r:
+with DAG(
+    "test_delta_sensor_reschedule", schedule=None, start_date=datetime(2026, 1, 1), catchup=False
+) as dag_r:
     DeltaVersionSensor(task_id="wait", table=TABLE, mode="reschedule", poke_interval=1, timeout=60)
 
-with DAG("test_delta_sensor_deferred", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag_d:
+with DAG(
+    "test_delta_sensor_deferred", schedule=None, start_date=datetime(2026, 1, 1), catchup=False
+) as dag_d:
     DeltaVersionSensor(task_id="wait", table=TABLE, deferrable=True, poke_interval=1, timeout=60)
 
 with DAG("test_delta_sensor_poke", schedule=None, start_date=datetime(2026, 1, 1), catchup=False) as dag_p:

@@ -34,7 +34,9 @@ def test_a_writer_that_loses_the_race_picks_its_version_after_backing_off(
         if len(backoffs) <= 5:  # another writer commits during each backoff (steady contention)
             DeltaTable(location).append(pa.table({"id": [100 + len(backoffs)]}))
 
-    monkeypatch.setattr(commit_module, "time", SimpleNamespace(sleep=sleep_while_others_commit, time=time.time))
+    monkeypatch.setattr(
+        commit_module, "time", SimpleNamespace(sleep=sleep_while_others_commit, time=time.time)
+    )
     version = append(loser, pa.table({"id": [3]}))
     # Version 3 was taken during the one backoff; the loser then found 4 free. (Picking the next
     # version before sleeping lost again after every backoff: six tries, version 8.)

@@ -76,8 +76,12 @@ def test_protocol_change_to_an_unwritable_protocol_fails_fast():
 
 
 def test_overrides_win_and_the_base_class_name_covers_every_conflict():
-    policy = ConflictPolicy(overrides={"ConcurrentAppendException": "skip",
-                                       "DeltaConcurrentModificationException": "airflow_retry"})
+    policy = ConflictPolicy(
+        overrides={
+            "ConcurrentAppendException": "skip",
+            "DeltaConcurrentModificationException": "airflow_retry",
+        }
+    )
     assert policy.action_for("ConcurrentAppendException") == "skip"
     assert policy.action_for(MetadataChangedException("m")) == "airflow_retry"
     assert policy.action_for("ConcurrentTransactionException") == "airflow_retry"
@@ -85,8 +89,13 @@ def test_overrides_win_and_the_base_class_name_covers_every_conflict():
 
 
 def test_policy_round_trips_through_json():
-    policy = ConflictPolicy(overrides={"MetadataChangedException": "fail"}, max_attempts=7,
-                            base_backoff=0.1, max_backoff=2.0, jitter=0.25)
+    policy = ConflictPolicy(
+        overrides={"MetadataChangedException": "fail"},
+        max_attempts=7,
+        base_backoff=0.1,
+        max_backoff=2.0,
+        jitter=0.25,
+    )
     again = ConflictPolicy.from_dict(json.loads(json.dumps(policy.to_dict())))
     assert again == policy and hash(again) == hash(policy)
     assert ConflictPolicy.from_dict(None) == ConflictPolicy()
@@ -137,7 +146,9 @@ def test_retry_loop_retries_a_real_conflict_with_a_fresh_snapshot(tmp_path):
         return txn.commit()
 
     waits: list[float] = []
-    version = run_with_conflict_policy(delete_everything, ConflictPolicy(base_backoff=0.01), sleep=waits.append)
+    version = run_with_conflict_policy(
+        delete_everything, ConflictPolicy(base_backoff=0.01), sleep=waits.append
+    )
     assert attempts == [1, 2] and len(waits) == 1
     assert version == 3 and DeltaTable(path).to_arrow().num_rows == 0
 
@@ -154,8 +165,14 @@ def test_fail_action_raises_at_once_with_attempts_recorded():
     assert len(calls) == 1
     assert (info.value.conflict_attempts, info.value.conflict_action) == (1, "fail")
     record = failure_record(info.value)
-    assert record == {"type": "ConcurrentTransactionException", "message": str(info.value),
-                      "action": "fail", "attempts": 1, "is_conflict": True, "kind": "conflict"}
+    assert record == {
+        "type": "ConcurrentTransactionException",
+        "message": str(info.value),
+        "action": "fail",
+        "attempts": 1,
+        "is_conflict": True,
+        "kind": "conflict",
+    }
 
 
 def test_retries_stop_after_max_attempts_and_raise_the_last_conflict():
@@ -167,8 +184,9 @@ def test_retries_stop_after_max_attempts_and_raise_the_last_conflict():
 
     waits: list[float] = []
     with pytest.raises(ConcurrentAppendException, match="lost race 3") as info:
-        run_with_conflict_policy(commit, ConflictPolicy(max_attempts=3, base_backoff=0.5, jitter=0),
-                                 sleep=waits.append)
+        run_with_conflict_policy(
+            commit, ConflictPolicy(max_attempts=3, base_backoff=0.5, jitter=0), sleep=waits.append
+        )
     assert waits == [0.5, 1.0]
     assert info.value.conflict_attempts == 3
 
@@ -187,8 +205,11 @@ def test_retries_stop_after_max_attempts_and_raise_the_last_conflict():
         # Transient I/O and storage throttling: retried.
         (TimeoutError("read timed out"), "transient", "retry"),
         (ConnectionResetError(104, "Connection reset by peer"), "transient", "retry"),
-        (OSError("AWS Error SLOW_DOWN during PutObject operation: Please reduce your request rate."),
-         "transient", "retry"),
+        (
+            OSError("AWS Error SLOW_DOWN during PutObject operation: Please reduce your request rate."),
+            "transient",
+            "retry",
+        ),
         # The object-store errors: a store that failed through its retries, a commit of unknown outcome.
         (StorageUnavailableError("s3://b/t: 503 through 5 attempts"), "transient", "retry"),
         (CommitOutcomeUnknownError("s3://b/t: PUT of version 3 timed out", version=3), "transient", "retry"),
@@ -231,5 +252,9 @@ def test_a_whole_class_of_errors_can_be_overridden():
     assert policy.action_for(TimeoutError("t")) == "airflow_retry"
     assert policy.action_for("PredicateError") == "skip"
     assert policy.action_for("ConcurrentAppendException") == "retry"
-    assert ConflictPolicy(overrides={"PredicateError": "airflow_retry", "permanent": "skip"}).action_for(
-        PredicateError("p")) == "airflow_retry"  # a named exception wins over its class
+    assert (
+        ConflictPolicy(overrides={"PredicateError": "airflow_retry", "permanent": "skip"}).action_for(
+            PredicateError("p")
+        )
+        == "airflow_retry"
+    )  # a named exception wins over its class

@@ -47,7 +47,10 @@ def isolation(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def table(tmp_path, isolation) -> DeltaTable:
     t = DeltaTable.create(
-        str(tmp_path / "t"), SCHEMA, partition_by=["date", "country"], properties={"delta.isolationLevel": isolation}
+        str(tmp_path / "t"),
+        SCHEMA,
+        partition_by=["date", "country"],
+        properties={"delta.isolationLevel": isolation},
     )
     with t.transaction(operation="WRITE") as txn:
         txn.add(*[_file(d, c) for d, c in PARTS])
@@ -106,23 +109,58 @@ MATRIX = [
     pytest.param(insert(), rewrite("DELETE", FR), None, ConcurrentAppendException, id="insert-then-delete"),
     pytest.param(insert(), rewrite("MERGE", FR), None, ConcurrentAppendException, id="insert-then-merge"),
     pytest.param(rewrite("UPDATE", FR), insert(), None, None, id="update-then-insert"),
-    pytest.param(rewrite("UPDATE", FR), rewrite("UPDATE", FR), ConcurrentAppendException,
-                 ConcurrentAppendException, id="update-vs-update"),
-    pytest.param(rewrite("MERGE", FR), rewrite("DELETE", FR), ConcurrentAppendException,
-                 ConcurrentAppendException, id="merge-vs-delete"),
-    pytest.param(delete_partition(FR), rewrite("UPDATE", FR), ConcurrentDeleteReadException,
-                 ConcurrentDeleteReadException, id="delete-then-update-same-files"),
+    pytest.param(
+        rewrite("UPDATE", FR),
+        rewrite("UPDATE", FR),
+        ConcurrentAppendException,
+        ConcurrentAppendException,
+        id="update-vs-update",
+    ),
+    pytest.param(
+        rewrite("MERGE", FR),
+        rewrite("DELETE", FR),
+        ConcurrentAppendException,
+        ConcurrentAppendException,
+        id="merge-vs-delete",
+    ),
+    pytest.param(
+        delete_partition(FR),
+        rewrite("UPDATE", FR),
+        ConcurrentDeleteReadException,
+        ConcurrentDeleteReadException,
+        id="delete-then-update-same-files",
+    ),
     pytest.param(rewrite("UPDATE", FR), rewrite("UPDATE", DE), None, None, id="update-disjoint-partitions"),
-    pytest.param(rewrite("MERGE", DAY2), rewrite("MERGE", "date = '2024-01-01' AND country = 'FR'"), None, None,
-                 id="merge-disjoint-dates"),
+    pytest.param(
+        rewrite("MERGE", DAY2),
+        rewrite("MERGE", "date = '2024-01-01' AND country = 'FR'"),
+        None,
+        None,
+        id="merge-disjoint-dates",
+    ),
     pytest.param(optimize(), insert(), None, None, id="optimize-then-insert"),
     pytest.param(insert(), optimize(), None, None, id="insert-then-optimize"),
-    pytest.param(optimize(FR), rewrite("UPDATE", FR), ConcurrentDeleteReadException,
-                 ConcurrentDeleteReadException, id="optimize-then-update"),
-    pytest.param(rewrite("UPDATE", FR), optimize(FR), ConcurrentDeleteReadException,
-                 ConcurrentDeleteReadException, id="update-then-optimize"),
-    pytest.param(optimize(FR), optimize(FR), ConcurrentDeleteReadException, ConcurrentDeleteReadException,
-                 id="optimize-vs-optimize"),
+    pytest.param(
+        optimize(FR),
+        rewrite("UPDATE", FR),
+        ConcurrentDeleteReadException,
+        ConcurrentDeleteReadException,
+        id="optimize-then-update",
+    ),
+    pytest.param(
+        rewrite("UPDATE", FR),
+        optimize(FR),
+        ConcurrentDeleteReadException,
+        ConcurrentDeleteReadException,
+        id="update-then-optimize",
+    ),
+    pytest.param(
+        optimize(FR),
+        optimize(FR),
+        ConcurrentDeleteReadException,
+        ConcurrentDeleteReadException,
+        id="optimize-vs-optimize",
+    ),
     pytest.param(optimize(DE), optimize(FR), None, None, id="optimize-disjoint"),
 ]
 
@@ -172,7 +210,9 @@ def test_metadata_change_by_winner_raises_metadata_changed(table):
     rewrite("UPDATE", FR)(loser)
     winner = table.transaction(operation="SET TBLPROPERTIES")
     md = table.metadata
-    winner.update_metadata(Metadata(md.id, md.schema_string, md.partition_columns, {**md.configuration, "k": "v"}))
+    winner.update_metadata(
+        Metadata(md.id, md.schema_string, md.partition_columns, {**md.configuration, "k": "v"})
+    )
     winner.commit()
     with pytest.raises(MetadataChangedException, match="changed the table metadata"):
         loser.commit()

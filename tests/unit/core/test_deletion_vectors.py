@@ -248,7 +248,11 @@ def test_relative_path_without_prefix_sits_in_the_table_root() -> None:
 @pytest.mark.parametrize(
     ("root", "path", "expected"),
     [
-        ("s3://mytable", "s3://mytable/deletion_vector_d2c639aa.bin", "s3://mytable/deletion_vector_d2c639aa.bin"),
+        (
+            "s3://mytable",
+            "s3://mytable/deletion_vector_d2c639aa.bin",
+            "s3://mytable/deletion_vector_d2c639aa.bin",
+        ),
         ("/data/my table", "file:///data/my%20table/dv.bin", "/data/my table/dv.bin"),
         ("/data/t", "file:/data/t/dv.bin", "/data/t/dv.bin"),
         ("/data/my table", "/data/my%20table/dv.bin", "/data/my table/dv.bin"),

@@ -19,10 +19,14 @@ from tests.interop import assert_delta_rs_reads_identically
 if TYPE_CHECKING:
     from pathlib import Path
 
-BOXES = pa.schema([("colA", pa.string()), ("colB", pa.struct([("field1", pa.string()), ("field2", pa.string())]))])
+BOXES = pa.schema(
+    [("colA", pa.string()), ("colB", pa.struct([("field1", pa.string()), ("field2", pa.string())]))]
+)
 MAP_BY_NAME = "ALTER TABLE b SET TBLPROPERTIES ('delta.columnMapping.mode' = 'name')"
-ROWS = [{"colA": "a1", "colB": {"field1": "x1", "field2": "y1"}},
-        {"colA": "a2", "colB": {"field1": "x2", "field2": "y2"}}]
+ROWS = [
+    {"colA": "a1", "colB": {"field1": "x1", "field2": "y1"}},
+    {"colA": "a2", "colB": {"field1": "x2", "field2": "y2"}},
+]
 
 
 def shape(dt: DataType) -> Any:
@@ -64,20 +68,31 @@ def test_add_nested_column_after_field1_as_in_deltas_docs(boxes):
     assert version == 2 == boxes.version
     fresh = DeltaTable(boxes.location)
     assert shape(fresh.schema) == [
-        ("colA", "string"), ("colB", [("field1", "string"), ("nested", "string"), ("field2", "string")])
+        ("colA", "string"),
+        ("colB", [("field1", "string"), ("nested", "string"), ("field2", "string")]),
     ]
     assert fresh.schema.find_path(["colB", "nested"]).nullable
     assert sorted_rows(fresh.to_arrow()) == [
-        {"colA": r["colA"], "colB": {"field1": r["colB"]["field1"], "nested": None, "field2": r["colB"]["field2"]}}
+        {
+            "colA": r["colA"],
+            "colB": {"field1": r["colB"]["field1"], "nested": None, "field2": r["colB"]["field2"]},
+        }
         for r in ROWS
     ]
     assert fresh.history(1)[0]["operation"] == "ADD COLUMNS"
 
 
 def test_add_columns_top_level_with_comment_first_and_after(boxes):
-    boxes.alter("ALTER TABLE boxes ADD COLUMNS (id BIGINT COMMENT 'key' FIRST, note STRING AFTER colA, tail INT)")
-    assert shape(boxes.schema) == [("id", "long"), ("colA", "string"), ("note", "string"),
-                                   ("colB", [("field1", "string"), ("field2", "string")]), ("tail", "integer")]
+    boxes.alter(
+        "ALTER TABLE boxes ADD COLUMNS (id BIGINT COMMENT 'key' FIRST, note STRING AFTER colA, tail INT)"
+    )
+    assert shape(boxes.schema) == [
+        ("id", "long"),
+        ("colA", "string"),
+        ("note", "string"),
+        ("colB", [("field1", "string"), ("field2", "string")]),
+        ("tail", "integer"),
+    ]
     assert boxes.schema["id"].metadata == {"comment": "key"}
     assert all(f.nullable for f in boxes.schema)
 
@@ -97,14 +112,19 @@ def test_alter_column_comment_and_after(boxes):
 
 def test_replace_columns_gives_exactly_the_docs_schema(boxes):
     boxes.alter("ALTER TABLE boxes ADD COLUMNS (colB.nested STRING AFTER field1)")
-    boxes.alter("ALTER TABLE boxes REPLACE COLUMNS (colC STRING, colB STRUCT<field2:STRING, nested:STRING, "
-                "field1:STRING>, colA STRING)")
+    boxes.alter(
+        "ALTER TABLE boxes REPLACE COLUMNS (colC STRING, colB STRUCT<field2:STRING, nested:STRING, "
+        "field1:STRING>, colA STRING)"
+    )
     assert shape(boxes.schema) == [
-        ("colC", "string"), ("colB", [("field2", "string"), ("nested", "string"), ("field1", "string")]),
+        ("colC", "string"),
+        ("colB", [("field2", "string"), ("nested", "string"), ("field1", "string")]),
         ("colA", "string"),
     ]
     assert sorted_rows(boxes.to_arrow())[0] == {
-        "colC": None, "colB": {"field2": "y1", "nested": None, "field1": "x1"}, "colA": "a1"
+        "colC": None,
+        "colB": {"field2": "y1", "nested": None, "field1": "x1"},
+        "colA": "a1",
     }
 
 
@@ -149,8 +169,10 @@ def test_enabling_column_mapping_upgrades_the_protocol_and_keeps_names_as_physic
 
 
 def test_deltas_documented_column_mapping_statement_upgrades_the_protocol_without_keeping_versions(boxes):
-    boxes.alter("ALTER TABLE boxes SET TBLPROPERTIES ('delta.minReaderVersion' = '2', "
-                "'delta.minWriterVersion' = '5', 'delta.columnMapping.mode' = 'name')")
+    boxes.alter(
+        "ALTER TABLE boxes SET TBLPROPERTIES ('delta.minReaderVersion' = '2', "
+        "'delta.minWriterVersion' = '5', 'delta.columnMapping.mode' = 'name')"
+    )
     assert (boxes.protocol.min_reader_version, boxes.protocol.min_writer_version) == (2, 5)
     assert "delta.minReaderVersion" not in boxes.configuration
     boxes.alter("ALTER TABLE boxes RENAME COLUMN colA TO a")
@@ -221,22 +243,40 @@ def test_drop_not_null(tmp_path):
 @pytest.mark.parametrize(
     ("statement", "error", "match"),
     [
-        ("ALTER TABLE boxes ADD COLUMNS (colA STRING)", SchemaEvolutionError, "'colA': a column with that name"),
+        (
+            "ALTER TABLE boxes ADD COLUMNS (colA STRING)",
+            SchemaEvolutionError,
+            "'colA': a column with that name",
+        ),
         ("ALTER TABLE boxes ADD COLUMNS (nope.x STRING)", SchemaEvolutionError, "no column 'nope'"),
         ("ALTER TABLE boxes ADD COLUMNS (x STRING NOT NULL)", SchemaEvolutionError, "NOT NULL"),
         ("ALTER TABLE boxes ADD COLUMNS (x STRING AFTER nope)", SchemaEvolutionError, "AFTER 'nope'"),
-        ("ALTER TABLE boxes ADD COLUMNS (x STRING, X INT)", SchemaEvolutionError, "'X': a column with that name"),
+        (
+            "ALTER TABLE boxes ADD COLUMNS (x STRING, X INT)",
+            SchemaEvolutionError,
+            "'X': a column with that name",
+        ),
         ("ALTER TABLE boxes ALTER COLUMN nope FIRST", SchemaEvolutionError, "no column 'nope'"),
         ("ALTER TABLE boxes RENAME COLUMN colA TO b", SchemaEvolutionError, "columnMapping.mode' = 'name'"),
         ("ALTER TABLE boxes DROP COLUMN colA", SchemaEvolutionError, "does not use column mapping"),
         ("ALTER TABLE boxes REPLACE COLUMNS (colA STRING)", SchemaEvolutionError, "'colB' would be dropped"),
-        ("ALTER TABLE boxes REPLACE COLUMNS (colA INT, colB STRUCT<field1:STRING, field2:STRING>)",
-         SchemaEvolutionError, "'colA' would change type"),
+        (
+            "ALTER TABLE boxes REPLACE COLUMNS (colA INT, colB STRUCT<field1:STRING, field2:STRING>)",
+            SchemaEvolutionError,
+            "'colA' would change type",
+        ),
         ("ALTER TABLE boxes SET TBLPROPERTIES ('delta.nope' = '1')", InvalidPropertyError, "'delta.nope'"),
-        ("ALTER TABLE boxes SET TBLPROPERTIES ('delta.columnMapping.mode' = 'id')", SchemaEvolutionError,
-         "'none' to 'id'"),
+        (
+            "ALTER TABLE boxes SET TBLPROPERTIES ('delta.columnMapping.mode' = 'id')",
+            SchemaEvolutionError,
+            "'none' to 'id'",
+        ),
         ("ALTER TABLE boxes UNSET TBLPROPERTIES ('owner')", SchemaEvolutionError, "'owner': it is not set"),
-        ("ALTER TABLE boxes ADD COLUMNS (x STRANG)", DDLParseError, "unknown data type 'STRANG' at position 33"),
+        (
+            "ALTER TABLE boxes ADD COLUMNS (x STRANG)",
+            DDLParseError,
+            "unknown data type 'STRANG' at position 33",
+        ),
     ],
 )
 def test_bad_statements_raise_and_leave_the_table_unchanged(boxes, statement, error, match):
@@ -250,7 +290,9 @@ def test_bad_statements_raise_and_leave_the_table_unchanged(boxes, statement, er
 
 
 def test_adding_a_field_inside_an_array_or_map_is_refused(tmp_path):
-    schema = pa.schema([("a", pa.list_(pa.struct([("x", pa.int64())]))), ("m", pa.map_(pa.string(), pa.int64()))])
+    schema = pa.schema(
+        [("a", pa.list_(pa.struct([("x", pa.int64())]))), ("m", pa.map_(pa.string(), pa.int64()))]
+    )
     t = DeltaTable.create(str(tmp_path / "t"), schema)
     with pytest.raises(SchemaEvolutionError, match="'a' is an array"):
         t.alter("ALTER TABLE t ADD COLUMNS (a.y STRING)")
@@ -260,16 +302,24 @@ def test_adding_a_field_inside_an_array_or_map_is_refused(tmp_path):
 
 
 def test_dropping_a_partition_column_is_refused(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("day", pa.string())]),
-                          partition_by=["day"], properties={"delta.columnMapping.mode": "name"})
+    t = DeltaTable.create(
+        str(tmp_path / "t"),
+        pa.schema([("id", pa.int64()), ("day", pa.string())]),
+        partition_by=["day"],
+        properties={"delta.columnMapping.mode": "name"},
+    )
     with pytest.raises(SchemaEvolutionError, match="'day': it is a partition column"):
         t.alter("ALTER TABLE t DROP COLUMN day")
     assert DeltaTable.latest_version(t.location) == 0
 
 
 def test_renaming_a_partition_column_renames_the_partitioning_and_keeps_the_values(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("day", pa.string())]),
-                          partition_by=["day"], properties={"delta.columnMapping.mode": "name"})
+    t = DeltaTable.create(
+        str(tmp_path / "t"),
+        pa.schema([("id", pa.int64()), ("day", pa.string())]),
+        partition_by=["day"],
+        properties={"delta.columnMapping.mode": "name"},
+    )
     t.append(pa.table({"id": [1, 2], "day": ["d1", "d2"]}))
     t.alter("ALTER TABLE t RENAME COLUMN day TO dt")
     assert t.partition_columns == ("dt",)
@@ -278,8 +328,11 @@ def test_renaming_a_partition_column_renames_the_partitioning_and_keeps_the_valu
 
 
 def test_columns_used_by_check_constraints_cannot_be_dropped_or_renamed(tmp_path):
-    t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int64()), ("v", pa.int64())]),
-                          properties={"delta.columnMapping.mode": "name", "delta.constraints.pos": "v > 0"})
+    t = DeltaTable.create(
+        str(tmp_path / "t"),
+        pa.schema([("id", pa.int64()), ("v", pa.int64())]),
+        properties={"delta.columnMapping.mode": "name", "delta.constraints.pos": "v > 0"},
+    )
     with pytest.raises(SchemaEvolutionError, match="CHECK constraint 'pos'"):
         t.alter("ALTER TABLE t DROP COLUMN v")
     with pytest.raises(SchemaEvolutionError, match="CHECK constraint 'pos'"):
@@ -323,13 +376,19 @@ def test_two_concurrent_schema_updates_conflict(boxes):
     [
         ["ALTER TABLE b ADD COLUMNS (colB.nested STRING AFTER field1, colC BIGINT FIRST)"],
         ["ALTER TABLE b ALTER COLUMN colB.field2 FIRST", "ALTER TABLE b ALTER COLUMN colA COMMENT 'a'"],
-        ["ALTER TABLE b ADD COLUMNS (colB.nested STRING)",
-         "ALTER TABLE b REPLACE COLUMNS (colC STRING, colB STRUCT<field2:STRING, nested:STRING, field1:STRING>, "
-         "colA STRING)"],
+        [
+            "ALTER TABLE b ADD COLUMNS (colB.nested STRING)",
+            "ALTER TABLE b REPLACE COLUMNS (colC STRING, colB STRUCT<field2:STRING, nested:STRING, field1:STRING>, "
+            "colA STRING)",
+        ],
         [MAP_BY_NAME, "ALTER TABLE b RENAME COLUMN colA TO a"],
         [MAP_BY_NAME, "ALTER TABLE b DROP COLUMN colA"],
         [MAP_BY_NAME, "ALTER TABLE b DROP COLUMN colB.field1"],
-        [MAP_BY_NAME, "ALTER TABLE b RENAME COLUMN colB.field2 TO f2", "ALTER TABLE b ADD COLUMNS (colB.field2 INT)"],
+        [
+            MAP_BY_NAME,
+            "ALTER TABLE b RENAME COLUMN colB.field2 TO f2",
+            "ALTER TABLE b ADD COLUMNS (colB.field2 INT)",
+        ],
         ["ALTER TABLE b SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', 'x' = 'y')"],
     ],
     ids=["add", "alter", "replace", "rename", "drop", "drop-nested", "rename-and-re-add", "properties"],

@@ -74,9 +74,16 @@ def test_merge_evolves_structs_inside_map_values_and_array_elements(tmp_path):
     t.append(pa.Table.from_pylist([{"m": [("k", {"x": 1})], "a": [{"x": 1}]}], schema=schema))
     m2 = pa.map_(pa.string(), pa.struct([("x", pa.int64()), ("y", pa.string())]))
     a2 = pa.list_(pa.struct([("x", pa.int64()), ("z", pa.bool_())]))
-    t.append(pa.table({"m": pa.array([[("k", {"x": 2, "y": "why"})]], m2), "a": pa.array([[{"x": 2, "z": True}]], a2)}),
-             schema_mode="merge")
-    assert t.schema.simple_string() == "struct<m:map<string,struct<x:long,y:string>>,a:array<struct<x:long,z:boolean>>>"
+    t.append(
+        pa.table(
+            {"m": pa.array([[("k", {"x": 2, "y": "why"})]], m2), "a": pa.array([[{"x": 2, "z": True}]], a2)}
+        ),
+        schema_mode="merge",
+    )
+    assert (
+        t.schema.simple_string()
+        == "struct<m:map<string,struct<x:long,y:string>>,a:array<struct<x:long,z:boolean>>>"
+    )
     assert sorted(t.to_arrow().to_pylist(), key=repr) == [
         {"m": [("k", {"x": 1, "y": None})], "a": [{"x": 1, "z": None}]},
         {"m": [("k", {"x": 2, "y": "why"})], "a": [{"x": 2, "z": True}]},
@@ -94,8 +101,11 @@ def test_delta_rs_reads_a_struct_evolved_inside_array_elements(tmp_path):
 
 
 @pytest.mark.interop
-@pytest.mark.xfail(strict=True, reason="delta-rs 1.6.6 (DataFusion) cannot cast an older file's map<k, struct> "
-                   "to a map whose value struct gained a field")
+@pytest.mark.xfail(
+    strict=True,
+    reason="delta-rs 1.6.6 (DataFusion) cannot cast an older file's map<k, struct> "
+    "to a map whose value struct gained a field",
+)
 def test_delta_rs_reads_a_struct_evolved_inside_map_values(tmp_path):
     m1 = pa.map_(pa.string(), pa.struct([("x", pa.int64())]))
     t = DeltaTable.create(str(tmp_path / "t"), pa.schema([("m", m1)]))

@@ -60,8 +60,13 @@ def _append(path: Path, n: int) -> None:
 def _empty_commits(path: Path, start: int, stop: int, operation: str = "WRITE") -> None:
     """Valid commits holding only commitInfo (Delta allows empty commits): a long log, cheaply."""
     for v in range(start, stop):
-        info = {"commitInfo": {"timestamp": 1_700_000_000_000 + v, "operation": operation,
-                               "operationMetrics": {"v": str(v)}}}
+        info = {
+            "commitInfo": {
+                "timestamp": 1_700_000_000_000 + v,
+                "operation": operation,
+                "operationMetrics": {"v": str(v)},
+            }
+        }
         (path / commit_path(v)).write_bytes(orjson.dumps(info) + b"\n")
 
 

@@ -11,7 +11,9 @@ def test_built_in_defaults_merge_nothing_and_add_no_properties() -> None:
 
 
 def test_session_defaults_apply_inside_the_block_only() -> None:
-    with session_defaults(auto_merge_schema=True, table_properties={"delta.enableChangeDataFeed": "true"}) as d:
+    with session_defaults(
+        auto_merge_schema=True, table_properties={"delta.enableChangeDataFeed": "true"}
+    ) as d:
         assert d.auto_merge_schema is True
         assert write_defaults() == d
         with session_defaults(auto_merge_schema=False):

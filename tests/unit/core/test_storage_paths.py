@@ -58,7 +58,12 @@ def test_pyarrow_file_system_paths_stay_in_the_table() -> None:
     storage = ArrowFileSystemStorage(pafs.LocalFileSystem(), "namenode/t", scheme="hdfs")
     assert storage.resolve("p=1/x.parquet") == "namenode/t/p=1/x.parquet"
     assert storage.resolve("hdfs://namenode/t/x.parquet") == "namenode/t/x.parquet"
-    for path in ("hdfs://namenode/u/x.parquet", "hdfs://other/t/x.parquet", "../u/x.parquet", "gs://namenode/t/x"):
+    for path in (
+        "hdfs://namenode/u/x.parquet",
+        "hdfs://other/t/x.parquet",
+        "../u/x.parquet",
+        "gs://namenode/t/x",
+    ):
         with pytest.raises(DataFileError):
             storage.resolve(path)
 

@@ -18,16 +18,16 @@ SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.struct([("i", pa.int32())]))])
 
 
 def _table_with_type(tmp_path: Path, name: str) -> str:
-    DeltaTable.create(str(tmp_path), SCHEMA).append(
-        pa.table({"id": [1], "s": [{"i": 2}]}, schema=SCHEMA)
-    )
+    DeltaTable.create(str(tmp_path), SCHEMA).append(pa.table({"id": [1], "s": [{"i": 2}]}, schema=SCHEMA))
     commit = tmp_path / "_delta_log" / f"{0:020d}.json"
     commit.write_text(commit.read_text().replace('\\"type\\":\\"integer\\"', f'\\"type\\":\\"{name}\\"'))
     return str(tmp_path)
 
 
 @pytest.mark.parametrize("name", ["intege{", "geography"])
-def test_a_nested_column_of_an_unknown_type_is_refused_naming_table_version_and_file(tmp_path: Path, name: str):
+def test_a_nested_column_of_an_unknown_type_is_refused_naming_table_version_and_file(
+    tmp_path: Path, name: str
+):
     location = _table_with_type(tmp_path, name)
     table = DeltaTable(location)
     assert table.version == 1  # the log itself loads: history and metadata stay readable

@@ -27,11 +27,18 @@ ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "day": ["a", "a", "b"]})
 
 def test_a_write_to_a_new_table_is_one_commit_read_by_delta_rs(tmp_path: Path) -> None:
     location = str(tmp_path / "t")
-    snapshot = table_before_creation(storage_for(location), location, ROWS.schema, partition_by=["day"],
-                                     properties={"delta.enableChangeDataFeed": "true"})
+    snapshot = table_before_creation(
+        storage_for(location),
+        location,
+        ROWS.schema,
+        partition_by=["day"],
+        properties={"delta.enableChangeDataFeed": "true"},
+    )
     result = write(snapshot, ROWS)
     assert result.version == 0
-    assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").glob("*.json")) == ["00000000000000000000.json"]
+    assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").glob("*.json")) == [
+        "00000000000000000000.json"
+    ]
     table = DeltaTable(location)
     assert table.partition_columns == ("day",)
     assert table.configuration["delta.enableChangeDataFeed"] == "true"
@@ -40,7 +47,9 @@ def test_a_write_to_a_new_table_is_one_commit_read_by_delta_rs(tmp_path: Path) -
     assert sorted(deltalake.DeltaTable(location).to_pyarrow_table()["id"].to_pylist()) == [1, 2, 3]
     inserted = table.changes(starting_version=0)
     assert sorted(zip(inserted["id"].to_pylist(), inserted["_change_type"].to_pylist(), strict=True)) == [
-        (1, "insert"), (2, "insert"), (3, "insert")
+        (1, "insert"),
+        (2, "insert"),
+        (3, "insert"),
     ]
 
 

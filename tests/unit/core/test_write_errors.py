@@ -79,7 +79,9 @@ def _state(location: str) -> State:
     t = DeltaTable(location)
     rows = sorted(tuple(r.values()) for r in t.to_arrow().to_pylist())
     on_disk = sorted(
-        str(p.relative_to(location)) for p in Path(location).rglob("*") if p.is_file() and "_delta_log" not in p.parts
+        str(p.relative_to(location))
+        for p in Path(location).rglob("*")
+        if p.is_file() and "_delta_log" not in p.parts
     )
     return DeltaTable.latest_version(location), rows, sorted(f.path for f in t.files()), on_disk
 
@@ -457,9 +459,17 @@ WRITES: dict[str, Callable[[DeltaTable], Any]] = {
     "delete-all": lambda t: t.delete(),
     "update": lambda t: t.update("id = 1", {"id": "10"}),
     "transaction": lambda t: t.transaction().commit(),
-    "merge": lambda t: t.merge(pa.table({"id": pa.array([1, 7], pa.int64()), "p": ["a", "a"]}), "s.id = t.id",
-                               source_alias="s",
-                               target_alias="t").when_matched_update_all().when_not_matched_insert_all().execute(),
+    "merge": lambda t: (
+        t.merge(
+            pa.table({"id": pa.array([1, 7], pa.int64()), "p": ["a", "a"]}),
+            "s.id = t.id",
+            source_alias="s",
+            target_alias="t",
+        )
+        .when_matched_update_all()
+        .when_not_matched_insert_all()
+        .execute()
+    ),
 }
 
 
@@ -545,16 +555,20 @@ def test_append_only_table_refuses_delete_and_overwrite(tmp_path):
     upsert = pa.table({"id": pa.array([1, 9], pa.int64())})
     _fails(
         t,
-        lambda t: t.merge(upsert, "s.id = t.id", source_alias="s", target_alias="t")
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .execute(),
+        lambda t: (
+            t.merge(upsert, "s.id = t.id", source_alias="s", target_alias="t")
+            .when_matched_update_all()
+            .when_not_matched_insert_all()
+            .execute()
+        ),
         CommitError,
         r"MERGE .*append-only",
     )
     assert t.append(pa.table({"id": pa.array([3], pa.int64())})) == 2
     inserted = (
-        t.merge(upsert, "s.id = t.id", source_alias="s", target_alias="t").when_not_matched_insert_all().execute()
+        t.merge(upsert, "s.id = t.id", source_alias="s", target_alias="t")
+        .when_not_matched_insert_all()
+        .execute()
     )
     assert inserted["version"] == 3
     assert sorted(t.refresh().to_arrow()["id"].to_pylist()) == [1, 2, 3, 9]

@@ -28,7 +28,9 @@ def _problem_in(site: Path) -> str:
         print(pyspark_install_problem())
         """
     )
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_this_environment_has_pyspark_as_pinned() -> None:
@@ -42,5 +44,10 @@ def test_pyspark_files_overwritten_by_pyspark_client_are_reported_with_the_repai
     _dist(tmp_path, "pyspark", PYSPARK_VERSION)
     _dist(tmp_path, "pyspark-client", "4.2.0")
     problem = _problem_in(tmp_path)
-    assert "the pyspark files are version 4.2.0 but pyspark 4.3.0 is installed: pyspark-client 4.2.0" in problem
-    assert 'pip uninstall -y pyspark-client && pip install --no-deps --force-reinstall "pyspark==4.3.0"' in problem
+    assert (
+        "the pyspark files are version 4.2.0 but pyspark 4.3.0 is installed: pyspark-client 4.2.0" in problem
+    )
+    assert (
+        'pip uninstall -y pyspark-client && pip install --no-deps --force-reinstall "pyspark==4.3.0"'
+        in problem
+    )

@@ -22,10 +22,13 @@ def rows(ids: list[int], ps: list[str], vs: list[int]) -> pa.Table:
     return pa.Table.from_pydict({"id": ids, "p": ps, "v": vs}, schema=SCHEMA)
 
 
-def busy_table(path: Path, *, partitioned: bool = True, properties: dict[str, str] | None = None) -> DeltaTable:
+def busy_table(
+    path: Path, *, partitioned: bool = True, properties: dict[str, str] | None = None
+) -> DeltaTable:
     """Versions 0 (create) 1 (append) 2 (update) 3 (delete by predicate) 4 (append) 5 (replaceWhere)."""
-    t = DeltaTable.create(str(path), SCHEMA, partition_by=["p"] if partitioned else [],
-                          properties={**CDF, **(properties or {})})
+    t = DeltaTable.create(
+        str(path), SCHEMA, partition_by=["p"] if partitioned else [], properties={**CDF, **(properties or {})}
+    )
     t.append(rows([1, 2, 3, 4], ["a", "a", "b", "b"], [10, 20, 30, 40]))
     t.update("id = 2", {"v": "v + 1"})
     t.delete("v > 35")
@@ -50,9 +53,13 @@ def read_file_sink(sink: Path, fmt: str = "parquet") -> pa.Table:
             if fmt == "parquet":
                 table = pq.read_table(sink / f["path"], partitioning=None)
                 names = table.column_names
-                table = table.add_column(names.index("_commit_timestamp") if "_commit_timestamp" in names and
-                                         "before" not in names else len(names) - 1, "_commit_version",
-                                         pa.array([version] * table.num_rows, pa.int64()))
+                table = table.add_column(
+                    names.index("_commit_timestamp")
+                    if "_commit_timestamp" in names and "before" not in names
+                    else len(names) - 1,
+                    "_commit_version",
+                    pa.array([version] * table.num_rows, pa.int64()),
+                )
                 tables.append(table)
             else:
                 lines = (sink / f["path"]).read_bytes().splitlines()

@@ -54,7 +54,10 @@ def test_delta_sink_holds_the_changes_and_records_txn_in_the_same_commit(tmp_pat
     actions = [orjson.loads(x) for x in log]
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "WRITE" and orjson.loads(info["userMetadata"])["cdfExport"] == {
-        "sourceTableId": t.metadata.id, "startVersion": 3, "endVersion": 5}
+        "sourceTableId": t.metadata.id,
+        "startVersion": 3,
+        "endVersion": 5,
+    }
     assert any("txn" in a and a["txn"]["version"] == 5 for a in actions)
     assert any("add" in a for a in actions)
 
@@ -117,12 +120,22 @@ def test_delta_sink_gains_columns_the_source_adds(tmp_path: Path) -> None:
     r = export_changes(str(tmp_path / "src"), str(tmp_path / "sink"), format="delta")
     assert r.versions == 4
     out = DeltaTable(str(tmp_path / "sink"))
-    assert out.schema.names == ("id", "p", "v", "_change_type", "_commit_version", "_commit_timestamp", "note")
+    assert out.schema.names == (
+        "id",
+        "p",
+        "v",
+        "_change_type",
+        "_commit_version",
+        "_commit_timestamp",
+        "note",
+    )
     assert sorted_rows(out.to_arrow(), ["id", "note"]) == [(1, None), (2, "new")]
 
 
 def test_a_file_sink_keeps_each_versions_schema_across_a_schema_change(tmp_path: Path) -> None:
-    t = DeltaTable.create(str(tmp_path / "src"), SCHEMA, properties={**CDF, "delta.columnMapping.mode": "name"})
+    t = DeltaTable.create(
+        str(tmp_path / "src"), SCHEMA, properties={**CDF, "delta.columnMapping.mode": "name"}
+    )
     t.append(rows([1], ["a"], [1]))
     t.alter("ALTER TABLE t RENAME COLUMN v TO value")
     t.append(pa.table({"id": [2], "p": ["b"], "value": [2]}))
@@ -133,7 +146,9 @@ def test_a_file_sink_keeps_each_versions_schema_across_a_schema_change(tmp_path:
 
 
 def test_a_renamed_column_cannot_evolve_a_delta_sink_and_nothing_is_written(tmp_path: Path) -> None:
-    t = DeltaTable.create(str(tmp_path / "src"), SCHEMA, properties={**CDF, "delta.columnMapping.mode": "name"})
+    t = DeltaTable.create(
+        str(tmp_path / "src"), SCHEMA, properties={**CDF, "delta.columnMapping.mode": "name"}
+    )
     t.append(rows([1], ["a"], [1]))
     sink = str(tmp_path / "sink")
     export_changes(str(tmp_path / "src"), sink, format="delta")
@@ -155,13 +170,23 @@ def test_debezium_pairs_update_images_by_key_and_codes_every_change(tmp_path: Pa
     t.update("id = 2", {"v": "v + 10"})  # 2: u
     t.update("id = 3", {"id": "30"})  # 3: the key changed: d then c
     t.delete("id = 1")  # 4: d
-    export_changes(str(tmp_path / "src"), str(tmp_path / "out"), format="jsonl", envelope="debezium",
-                   key_columns=["id"])
+    export_changes(
+        str(tmp_path / "src"), str(tmp_path / "out"), format="jsonl", envelope="debezium", key_columns=["id"]
+    )
     events = read_file_sink(tmp_path / "out", "jsonl").to_pylist()
-    summary = [(e["source"]["commit_version"], e["op"], (e["before"] or {}).get("id"), (e["after"] or {}).get("id"))
-               for e in events]
-    assert summary == [(1, "c", None, 1), (1, "c", None, 2), (1, "c", None, 3), (2, "u", 2, 2),
-                       (3, "d", 3, None), (3, "c", None, 30), (4, "d", 1, None)]
+    summary = [
+        (e["source"]["commit_version"], e["op"], (e["before"] or {}).get("id"), (e["after"] or {}).get("id"))
+        for e in events
+    ]
+    assert summary == [
+        (1, "c", None, 1),
+        (1, "c", None, 2),
+        (1, "c", None, 3),
+        (2, "u", 2, 2),
+        (3, "d", 3, None),
+        (3, "c", None, 30),
+        (4, "d", 1, None),
+    ]
     update = events[3]
     assert (update["before"]["v"], update["after"]["v"]) == (2, 12)
     assert update["source"]["table_id"] == t.metadata.id and update["source"]["snapshot"] == "false"
@@ -171,8 +196,13 @@ def test_debezium_pairs_update_images_by_key_and_codes_every_change(tmp_path: Pa
 def test_debezium_snapshot_rows_are_reads(tmp_path: Path) -> None:
     t = DeltaTable.create(str(tmp_path / "src"), SCHEMA, properties=CDF)
     t.append(rows([1, 2], ["a", "b"], [1, 2]))
-    r = export_changes(str(tmp_path / "src"), str(tmp_path / "out"), envelope="debezium", key_columns=["id"],
-                       initial_snapshot=True)
+    r = export_changes(
+        str(tmp_path / "src"),
+        str(tmp_path / "out"),
+        envelope="debezium",
+        key_columns=["id"],
+        initial_snapshot=True,
+    )
     assert r.row_counts == {"r": 2}
     events = read_file_sink(tmp_path / "out").to_pylist()
     assert {(e["op"], e["after"]["id"], e["before"]) for e in events} == {("r", 1, None), ("r", 2, None)}
@@ -180,8 +210,9 @@ def test_debezium_snapshot_rows_are_reads(tmp_path: Path) -> None:
 
 def test_debezium_into_a_delta_sink(tmp_path: Path) -> None:
     t = busy_table(tmp_path / "src")
-    r = export_changes(str(tmp_path / "src"), str(tmp_path / "sink"), format="delta", envelope="debezium",
-                       key_columns=["id"])
+    r = export_changes(
+        str(tmp_path / "src"), str(tmp_path / "sink"), format="delta", envelope="debezium", key_columns=["id"]
+    )
     out = DeltaTable(str(tmp_path / "sink"))
     assert out.schema.names[:5] == ("before", "after", "op", "source", "ts_ms")
     assert out.to_arrow().num_rows == r.rows
@@ -194,8 +225,13 @@ def test_debezium_keys_that_do_not_identify_rows_are_refused(tmp_path: Path) -> 
     t.append(rows([1, 2], ["a", "a"], [1, 2]))
     t.update("p = 'a'", {"v": "v + 1"})
     with pytest.raises(ExportOptionError, match="several update_preimage rows"):
-        export_changes(str(tmp_path / "src"), str(tmp_path / "out"), envelope="debezium", key_columns=["p"],
-                       starting_version=2)
+        export_changes(
+            str(tmp_path / "src"),
+            str(tmp_path / "out"),
+            envelope="debezium",
+            key_columns=["p"],
+            starting_version=2,
+        )
 
 
 # --------------------------------------------------------------------------------------------- bad input
@@ -245,19 +281,36 @@ def test_bad_options_are_refused_before_anything_is_written(tmp_path: Path) -> N
 
 def test_a_range_outside_the_log_is_refused(tmp_path: Path) -> None:
     busy_table(tmp_path / "src")
-    err = _refused(tmp_path, "out", VersionNotFoundError, "starting_version 9 is after the latest version 5",
-                   starting_version=9)
+    err = _refused(
+        tmp_path,
+        "out",
+        VersionNotFoundError,
+        "starting_version 9 is after the latest version 5",
+        starting_version=9,
+    )
     assert err.version == 9  # type: ignore[attr-defined]
-    _refused(tmp_path, "out", ExportRangeError, "ending_version 1 is before the start 3", starting_version=3,
-             ending_version=1)
+    _refused(
+        tmp_path,
+        "out",
+        ExportRangeError,
+        "ending_version 1 is before the start 3",
+        starting_version=3,
+        ending_version=1,
+    )
 
 
 def test_gaps_and_overlaps_with_the_sink_are_refused(tmp_path: Path) -> None:
     busy_table(tmp_path / "src")
     for fmt, sink in (("parquet", "out"), ("delta", "sink")):
         export_changes(str(tmp_path / "src"), str(tmp_path / sink), format=fmt, ending_version=2)
-        gap = _refused(tmp_path, sink, ExportRangeError, "would leave a gap after the sink's last version 2",
-                       format=fmt, starting_version=4)
+        gap = _refused(
+            tmp_path,
+            sink,
+            ExportRangeError,
+            "would leave a gap after the sink's last version 2",
+            format=fmt,
+            starting_version=4,
+        )
         assert gap.watermark == 2  # type: ignore[attr-defined]
         _refused(tmp_path, sink, ExportRangeError, "overlaps the sink", format=fmt, starting_version=1)
 

@@ -42,12 +42,18 @@ def test_parquet_export_equals_changes_row_for_row(tmp_path: Path, partitioned: 
 def test_parquet_files_are_partitioned_by_commit_version_and_readable_as_a_dataset(tmp_path: Path) -> None:
     t = busy_table(tmp_path / "src")
     export_changes(str(tmp_path / "src"), str(tmp_path / "out"))
-    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.name.startswith("_commit_version="))[:2] == [
-        "_commit_version=1", "_commit_version=2"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir() if p.name.startswith("_commit_version="))[
+        :2
+    ] == ["_commit_version=1", "_commit_version=2"]
     # Directories starting with "_" are skipped by pyarrow's defaults (Spark reads key=value ones).
     partitioning = pads.partitioning(pa.schema([("_commit_version", pa.int64())]), flavor="hive")
-    dataset = pads.dataset(str(tmp_path / "out"), format="parquet", partitioning=partitioning,
-                           ignore_prefixes=["."], exclude_invalid_files=True)
+    dataset = pads.dataset(
+        str(tmp_path / "out"),
+        format="parquet",
+        partitioning=partitioning,
+        ignore_prefixes=["."],
+        exclude_invalid_files=True,
+    )
     table = dataset.to_table()
     assert table.num_rows == t.changes(0).num_rows
 
@@ -60,11 +66,19 @@ def test_every_version_gets_a_manifest_written_after_its_files(tmp_path: Path) -
     assert found[0]["files"] == [] and found[0]["rows"] == 0  # CREATE TABLE: no data change, still a version
     v1 = found[1]
     assert v1["rowCounts"] == {"insert": 4}
-    assert [f["path"] for f in v1["files"]] == ["_commit_version=1/part-00000.parquet",
-                                                "_commit_version=1/part-00001.parquet"]
+    assert [f["path"] for f in v1["files"]] == [
+        "_commit_version=1/part-00000.parquet",
+        "_commit_version=1/part-00001.parquet",
+    ]
     assert v1["sourceTableId"] == t.metadata.id and v1["format"] == "parquet"
-    assert [f["name"] for f in v1["schema"]["fields"]] == ["id", "p", "v", "_change_type", "_commit_version",
-                                                           "_commit_timestamp"]
+    assert [f["name"] for f in v1["schema"]["fields"]] == [
+        "id",
+        "p",
+        "v",
+        "_change_type",
+        "_commit_version",
+        "_commit_timestamp",
+    ]
     for f in v1["files"]:
         assert (tmp_path / "out" / f["path"]).stat().st_size == f["bytes"]
 
@@ -131,19 +145,39 @@ def test_initial_snapshot_exports_the_table_as_inserts_then_changes(tmp_path: Pa
     assert (second.start, second.end, second.initial_snapshot) == (3, 3, False)
     got = read_file_sink(tmp_path / "out")
     assert [(r["id"], r["_change_type"], r["_commit_version"]) for r in got.to_pylist()] == [
-        (1, "insert", 2), (2, "insert", 2), (1, "delete", 3)]
+        (1, "insert", 2),
+        (2, "insert", 2),
+        (1, "delete", 3),
+    ]
     assert manifests(tmp_path / "out")[2]["snapshot"] is True
 
 
 def test_jsonl_export_writes_iso_utc_timestamps_and_decimals_as_strings(tmp_path: Path) -> None:
-    schema = pa.schema([("id", pa.int64()), ("amount", pa.decimal128(10, 2)), ("at", pa.timestamp("us", tz="UTC")),
-                        ("tags", pa.map_(pa.string(), pa.int32())), ("raw", pa.binary())])
+    schema = pa.schema(
+        [
+            ("id", pa.int64()),
+            ("amount", pa.decimal128(10, 2)),
+            ("at", pa.timestamp("us", tz="UTC")),
+            ("tags", pa.map_(pa.string(), pa.int32())),
+            ("raw", pa.binary()),
+        ]
+    )
     t = DeltaTable.create(str(tmp_path / "src"), schema, properties=CDF)
     at = dt.datetime(2024, 5, 6, 7, 8, 9, 123000, tzinfo=dt.timezone.utc)
     import decimal
 
-    t.append(pa.table({"id": [1], "amount": [decimal.Decimal("12.30")], "at": [at], "tags": [[("x", 1)]],
-                       "raw": [b"\x00\x01"]}, schema=schema))
+    t.append(
+        pa.table(
+            {
+                "id": [1],
+                "amount": [decimal.Decimal("12.30")],
+                "at": [at],
+                "tags": [[("x", 1)]],
+                "raw": [b"\x00\x01"],
+            },
+            schema=schema,
+        )
+    )
     export_changes(str(tmp_path / "src"), str(tmp_path / "out"), format="jsonl")
     line = (tmp_path / "out" / "_commit_version=1" / "part-00000.jsonl").read_bytes()
     record = orjson.loads(line)

@@ -37,8 +37,12 @@ def test_an_export_registers_in_a_table_that_supports_domain_metadata(tmp_path: 
     assert src.history(limit=1)[0]["operation"] == "CDF EXPORT WATERMARK"
     [exporter] = registered_exporters(src.snapshot)
     # Registered before the first run wrote anything: everything from the start on is protected.
-    assert (exporter.name, exporter.sink, exporter.format, exporter.version) == ("default", str(tmp_path / "out"),
-                                                                                   "parquet", -1)
+    assert (exporter.name, exporter.sink, exporter.format, exporter.version) == (
+        "default",
+        str(tmp_path / "out"),
+        "parquet",
+        -1,
+    )
 
 
 def test_a_registration_moves_to_the_runs_end_once_it_is_old(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -107,7 +111,9 @@ def test_vacuum_candidates_an_exporter_needs_are_refused_naming_it(tmp_path: Pat
     register_exporter(t.snapshot, sink="/exports/a", name="lagging", format="parquet", version=2)
     snap = DeltaTable(str(tmp_path / "src")).snapshot
     removed_at_3 = [r.path for r in snap.tombstones()]
-    with pytest.raises(ExportWatermarkError, match=r"exporter 'lagging' \(into '/exports/a', at version 2\)") as info:
+    with pytest.raises(
+        ExportWatermarkError, match=r"exporter 'lagging' \(into '/exports/a', at version 2\)"
+    ) as info:
         refuse_if_exporters_need(snap, removed_at_3)
     assert (info.value.exporter, info.value.version) == ("lagging", 2)
     refuse_if_exporters_need(snap, ["not-needed.parquet"])  # nothing needed: no error

@@ -89,7 +89,9 @@ def test_a_concurrent_soft_delete_on_a_compacted_file_conflicts(table: DeltaTabl
 
 def test_a_concurrent_delete_elsewhere_does_not_conflict(table: DeltaTable) -> None:
     t = table
-    only_a = optimize(t.snapshot, "p = 'a'", before_commit=_once(lambda: DeltaTable(t.location).delete("p = 'b'")))
+    only_a = optimize(
+        t.snapshot, "p = 'a'", before_commit=_once(lambda: DeltaTable(t.location).delete("p = 'b'"))
+    )
     assert only_a["version"] == t.version + 2
     assert_delta_rs_reads_identically(t.location)
 

@@ -24,8 +24,16 @@ from tests.maintenance_tables import SCHEMA, batch, rows_of, small_files_table, 
 pytestmark = pytest.mark.interop
 
 DELTA_METRICS = {
-    "numAddedFiles", "numRemovedFiles", "numAddedBytes", "numRemovedBytes", "minFileSize", "p25FileSize",
-    "p50FileSize", "p75FileSize", "maxFileSize", "numDeletionVectorsRemoved",
+    "numAddedFiles",
+    "numRemovedFiles",
+    "numAddedBytes",
+    "numRemovedBytes",
+    "minFileSize",
+    "p25FileSize",
+    "p50FileSize",
+    "p75FileSize",
+    "maxFileSize",
+    "numDeletionVectorsRemoved",
 }
 
 
@@ -53,7 +61,12 @@ def test_compaction_packs_each_partition_into_one_file_with_a_delta_commit(table
     assert rows_of(table.to_arrow()) == before
     info = _info(table.location, result["version"])
     assert info["operation"] == "OPTIMIZE"
-    assert info["operationParameters"] == {"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": "false"}
+    assert info["operationParameters"] == {
+        "predicate": "[]",
+        "zOrderBy": "[]",
+        "clusterBy": "[]",
+        "auto": "false",
+    }
     assert set(info["operationMetrics"]) == DELTA_METRICS
     assert info["isolationLevel"] == "SnapshotIsolation" and info["isBlindAppend"] is False
     actions = _actions(table.location, result["version"])
@@ -102,13 +115,15 @@ def test_where_on_partition_columns_selects_partitions(table: DeltaTable) -> Non
     result = table.optimize("p = 'a'")
     assert result["numRemovedFiles"] == 6 and result["totalConsideredFiles"] == 6
     assert len([f for f in table.files() if f.partition_values["p"] == "b"]) == 6
-    assert _info(table.location, result["version"])["operationParameters"]["predicate"] == '["p = \'a\'"]'
+    assert _info(table.location, result["version"])["operationParameters"]["predicate"] == "[\"p = 'a'\"]"
 
 
 @pytest.mark.parametrize(
     ("where", "column"), [("id > 3", "id"), ("p = 'a' AND x = 1", "x"), ("name IS NULL", "name")]
 )
-def test_where_on_a_data_column_is_refused_in_deltas_words(table: DeltaTable, where: str, column: str) -> None:
+def test_where_on_a_data_column_is_refused_in_deltas_words(
+    table: DeltaTable, where: str, column: str
+) -> None:
     version = table.version
     with pytest.raises(PredicateError, match=rf"DELTA_NON_PARTITION_COLUMN_REFERENCE.*'{column}'.*\[p\]"):
         table.optimize(where)
@@ -121,8 +136,9 @@ def test_where_on_an_unknown_column_is_refused(table: DeltaTable) -> None:
 
 
 def test_dv_files_over_the_deleted_ratio_are_compacted_and_their_dvs_dropped(tmp_path: Path) -> None:
-    t = small_files_table(tmp_path / "t", appends=2, partitions=("a",),
-                          properties={"delta.enableDeletionVectors": "true"})
+    t = small_files_table(
+        tmp_path / "t", appends=2, partitions=("a",), properties={"delta.enableDeletionVectors": "true"}
+    )
     big = max(f.size for f in t.files())
     with_deletion_vector(t, t.files()[0], [0, 1, 2])
     t = t.refresh()
@@ -211,7 +227,9 @@ def test_zorder_by_a_nested_field(tmp_path: Path) -> None:
         (["x", "X"], "listed twice"),
     ],
 )
-def test_bad_zorder_columns_are_refused_before_anything(table: DeltaTable, columns: list[str], match: str) -> None:
+def test_bad_zorder_columns_are_refused_before_anything(
+    table: DeltaTable, columns: list[str], match: str
+) -> None:
     version = table.version
     with pytest.raises(SchemaError, match=match):
         table.optimize(zorder_by=columns)
@@ -272,8 +290,12 @@ def test_a_table_needing_an_unknown_writer_feature_is_refused_even_with_nothing_
 
     t = small_files_table(tmp_path / "t", appends=1)
     commit = Path(t.location) / "_delta_log" / f"{t.version + 1:020d}.json"
-    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [],
-                "writerFeatures": ["someFutureFeature"]}
+    protocol = {
+        "minReaderVersion": 3,
+        "minWriterVersion": 7,
+        "readerFeatures": [],
+        "writerFeatures": ["someFutureFeature"],
+    }
     commit.write_text(json.dumps({"protocol": protocol}) + "\n")
     t = DeltaTable(t.location)
     with pytest.raises(UnsupportedFeatureError, match="someFutureFeature"):

@@ -85,15 +85,16 @@ def test_purge_of_a_table_without_deletion_vectors_is_a_no_op(tmp_path: Path) ->
 def test_where_limits_the_purge_to_partitions(dv_table: DeltaTable) -> None:
     result = dv_table.reorg("p = 'b'")
     assert result["numDeletionVectorsRemoved"] == 1
-    assert _info(dv_table.location, result["version"])["operationParameters"]["predicate"] == '["p = \'b\'"]'
+    assert _info(dv_table.location, result["version"])["operationParameters"]["predicate"] == "[\"p = 'b'\"]"
     assert sum(1 for f in dv_table.files() if f.deletion_vector) == 2
     with pytest.raises(PredicateError, match="DELTA_NON_PARTITION_COLUMN_REFERENCE"):
         dv_table.reorg("id = 1")
 
 
 def test_a_dv_without_num_records_is_purged(tmp_path: Path) -> None:
-    t = small_files_table(tmp_path / "t", appends=1, partitions=("a",),
-                          properties={"delta.enableDeletionVectors": "true"})
+    t = small_files_table(
+        tmp_path / "t", appends=1, partitions=("a",), properties={"delta.enableDeletionVectors": "true"}
+    )
     add = t.files()[0]
     stats = json.loads(add.stats or "{}")
     stats.pop("numRecords")
@@ -139,8 +140,9 @@ def test_purge_removes_columns_dropped_under_column_mapping_but_not_renamed_ones
 
 
 def test_reorg_reads_rows_with_nulls_for_columns_added_later(tmp_path: Path) -> None:
-    t = small_files_table(tmp_path / "t", appends=1, partitions=("a",),
-                          properties={"delta.enableDeletionVectors": "true"})
+    t = small_files_table(
+        tmp_path / "t", appends=1, partitions=("a",), properties={"delta.enableDeletionVectors": "true"}
+    )
     t.alter("ALTER TABLE t ADD COLUMNS (extra STRING)")
     with_deletion_vector(t, t.files()[0], [0])
     t = t.refresh()
@@ -151,8 +153,11 @@ def test_reorg_reads_rows_with_nulls_for_columns_added_later(tmp_path: Path) -> 
 
 
 def test_reorg_records_no_change_data(tmp_path: Path) -> None:
-    t = small_files_table(tmp_path / "t", appends=2, properties={
-        "delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"})
+    t = small_files_table(
+        tmp_path / "t",
+        appends=2,
+        properties={"delta.enableDeletionVectors": "true", "delta.enableChangeDataFeed": "true"},
+    )
     with_deletion_vector(t, t.files()[0], [0])
     version = DeltaTable(t.location).reorg()["version"]
     assert version is not None and DeltaTable(t.location).changes(version, version).num_rows == 0

@@ -223,8 +223,10 @@ def test_dry_run_lists_files_and_folders_and_commits_nothing(table: DeltaTable) 
     result = vacuum(table.snapshot, now_ms=now_plus(8), dry_run=True)
     assert result.dry_run and result.start_version is None
     assert result.files == [*sorted(r.path for r in table.tombstones()), "empty"]
-    assert result.metrics == {"numFilesToDelete": len(result.files), "sizeOfDataToDelete": sum(
-        (root / p).stat().st_size for p in result.files if (root / p).is_file())}
+    assert result.metrics == {
+        "numFilesToDelete": len(result.files),
+        "sizeOfDataToDelete": sum((root / p).stat().st_size for p in result.files if (root / p).is_file()),
+    }
     assert disk_files(root) == before and (root / "empty").is_dir()
     assert DeltaTable.latest_version(table.location) == version
     assert not (root / LAST_VACUUM_INFO).exists()
@@ -236,7 +238,10 @@ def test_a_real_run_writes_vacuum_start_and_end_even_with_nothing_to_delete(tabl
     assert result.start_version is not None and result.end_version is not None
     start, end = _commit_info(root, result.start_version), _commit_info(root, result.end_version)
     assert (start["operation"], end["operation"]) == ("VACUUM START", "VACUUM END")
-    assert start["operationParameters"] == {"retentionCheckEnabled": "true", "defaultRetentionMillis": "604800000"}
+    assert start["operationParameters"] == {
+        "retentionCheckEnabled": "true",
+        "defaultRetentionMillis": "604800000",
+    }
     assert start["operationMetrics"] == {"numFilesToDelete": "0", "sizeOfDataToDelete": "0"}
     assert end["operationParameters"] == {"status": "COMPLETED"}
     # numVacuumedDirectories: folders listed + 1 for the root (p=a, p=b here).
@@ -260,13 +265,16 @@ def test_retention_hours_other_than_zero_is_honoured_unlike_delta_4_1(table: Del
     # Tombstones are fresh: a 1-hour retention (check off) keeps them... unless the clock moves 2 hours.
     assert vacuum(table.snapshot, 1, enforce_retention_duration=False, dry_run=True).files == []
     two_hours = now_plus(2 / 24)
-    expired = vacuum(table.snapshot, 1, enforce_retention_duration=False, dry_run=True, now_ms=two_hours).files
+    expired = vacuum(
+        table.snapshot, 1, enforce_retention_duration=False, dry_run=True, now_ms=two_hours
+    ).files
     assert sorted(expired) == sorted(r.path for r in table.tombstones())
 
 
 def test_table_property_sets_the_default_retention(tmp_path: Path) -> None:
-    t = small_files_table(tmp_path / "t", appends=1,
-                          properties={"delta.deletedFileRetentionDuration": "interval 2 days"})
+    t = small_files_table(
+        tmp_path / "t", appends=1, properties={"delta.deletedFileRetentionDuration": "interval 2 days"}
+    )
     t.delete("p = 'a'")
     make_old(Path(t.location))
     assert vacuum(t.snapshot, now_ms=now_plus(1), dry_run=True).files == []
@@ -281,7 +289,9 @@ def test_table_property_sets_the_default_retention(tmp_path: Path) -> None:
 
 def test_retention_below_the_tables_is_refused_with_deltas_message(table: DeltaTable) -> None:
     version = table.version
-    with pytest.raises(RetentionPeriodError, match=r"DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT.*at least 168 hours"):
+    with pytest.raises(
+        RetentionPeriodError, match=r"DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT.*at least 168 hours"
+    ):
         table.vacuum(100)
     with pytest.raises(RetentionPeriodError, match="too low"):
         table.vacuum(0, dry_run=True)
@@ -290,7 +300,9 @@ def test_retention_below_the_tables_is_refused_with_deltas_message(table: DeltaT
 
 @pytest.mark.parametrize("hours", [-1, -0.1, float("nan")])
 def test_negative_retention_is_refused_even_with_the_check_off(table: DeltaTable, hours: float) -> None:
-    with pytest.raises(RetentionPeriodError, match="DELTA_VACUUM_RETENTION_PERIOD_NEGATIVE|can't be less than 0"):
+    with pytest.raises(
+        RetentionPeriodError, match="DELTA_VACUUM_RETENTION_PERIOD_NEGATIVE|can't be less than 0"
+    ):
         table.vacuum(hours, enforce_retention_duration=False)
 
 
@@ -310,7 +322,9 @@ def test_unknown_writer_feature_is_refused_before_anything_even_for_a_dry_run(ta
 def test_vacuum_protocol_check_tables_are_supported(tmp_path: Path) -> None:
     t = small_files_table(tmp_path / "t", appends=1)
     with t.transaction(operation="SET TBLPROPERTIES") as txn:
-        txn.update_protocol(Protocol(3, 7, frozenset({"vacuumProtocolCheck"}), frozenset({"vacuumProtocolCheck"})))
+        txn.update_protocol(
+            Protocol(3, 7, frozenset({"vacuumProtocolCheck"}), frozenset({"vacuumProtocolCheck"}))
+        )
     t = t.refresh()
     t.delete("p = 'a'")
     make_old(Path(t.location))
@@ -318,9 +332,13 @@ def test_vacuum_protocol_check_tables_are_supported(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("where", ["missing", "partition"])
-def test_a_path_that_is_not_a_table_is_refused_in_deltas_words(table: DeltaTable, tmp_path: Path, where: str) -> None:
+def test_a_path_that_is_not_a_table_is_refused_in_deltas_words(
+    table: DeltaTable, tmp_path: Path, where: str
+) -> None:
     location = str(tmp_path / "nothing") if where == "missing" else f"{table.location}/p=a"
-    with pytest.raises(TableNotFoundError, match=r"DELTA_TABLE_ONLY_OPERATION.*is not a Delta table\. VACUUM") as err:
+    with pytest.raises(
+        TableNotFoundError, match=r"DELTA_TABLE_ONLY_OPERATION.*is not a Delta table\. VACUUM"
+    ) as err:
         load_table_for(location, "VACUUM")
     if where == "partition":
         assert f"inside the Delta table {table.location!r}" in str(err.value)
@@ -420,8 +438,9 @@ def test_a_protection_source_keeps_the_files_of_the_versions_it_names(table: Del
     kept = vacuum(table.snapshot, now_ms=now_plus(8), dry_run=True, protect=[watermark]).files
     assert tombstone not in kept
     assert tombstone in vacuum(table.snapshot, now_ms=now_plus(8), dry_run=True).files
-    by_path = vacuum(table.snapshot, now_ms=now_plus(8), dry_run=True,
-                     protect=[lambda s, c: Protection(paths={tombstone})]).files
+    by_path = vacuum(
+        table.snapshot, now_ms=now_plus(8), dry_run=True, protect=[lambda s, c: Protection(paths={tombstone})]
+    ).files
     assert tombstone not in by_path
 
 
@@ -464,7 +483,9 @@ def test_vacuum_through_a_read_only_pyarrow_file_system_deletes_nothing(tmp_path
     _touch(Path(t.location) / "p=b" / "orphan", days_old=30)
     make_old(Path(t.location))
     before = disk_files(Path(t.location))
-    snapshot = load_snapshot(ArrowFileSystemStorage(pafs.LocalFileSystem(), t.location, scheme="file"), t.location)
+    snapshot = load_snapshot(
+        ArrowFileSystemStorage(pafs.LocalFileSystem(), t.location, scheme="file"), t.location
+    )
     assert vacuum(snapshot, now_ms=now_plus(8), dry_run=True).files  # there is something to delete
     with pytest.raises(StorageError, match="no atomic put-if-absent"):
         vacuum(snapshot, now_ms=now_plus(8))

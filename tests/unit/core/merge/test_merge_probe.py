@@ -18,7 +18,9 @@ def _hash_join_pairs(target: pa.Array, source: pa.Array, rows: np.ndarray | None
     return set(zip(joined.column("t").to_pylist(), joined.column("s").to_pylist(), strict=True))
 
 
-def _keys(rng: np.random.Generator, n: int, high: int, arrow_type: pa.DataType, null_share: float) -> pa.Array:
+def _keys(
+    rng: np.random.Generator, n: int, high: int, arrow_type: pa.DataType, null_share: float
+) -> pa.Array:
     values = rng.integers(0 if pa.types.is_unsigned_integer(arrow_type) else -high, high, n)
     return pa.array(values, arrow_type, mask=rng.random(n) < null_share)
 
@@ -33,9 +35,15 @@ def test_probe_pairs_equal_the_hash_join_pairs(seed: int) -> None:
         high = 100
     source = _keys(rng, int(rng.integers(0, 400)), high, s_type, 0.1 if seed % 2 else 0.0)
     target = _keys(rng, int(rng.integers(0, 400)), high, t_type, 0.2 if seed % 4 else 0.0)
-    rows = np.sort(rng.choice(len(target), len(target) // 2, replace=False)) if seed % 5 == 0 and len(target) else None
+    rows = (
+        np.sort(rng.choice(len(target), len(target) // 2, replace=False))
+        if seed % 5 == 0 and len(target)
+        else None
+    )
     keys = SortedKeys.build(source, np.arange(len(source)))
-    t, s = keys.probe(pa.chunked_array([target.slice(0, len(target) // 2), target.slice(len(target) // 2)]), rows)
+    t, s = keys.probe(
+        pa.chunked_array([target.slice(0, len(target) // 2), target.slice(len(target) // 2)]), rows
+    )
     assert len(t) == len(set(zip(t.tolist(), s.tolist(), strict=True)))  # no pair twice
     assert set(zip(t.tolist(), s.tolist(), strict=True)) == _hash_join_pairs(target, source, rows)
     assert list(t) == sorted(t)  # in target row order
@@ -58,7 +66,9 @@ def test_merge_on_an_int_key_with_a_long_source_key_null_keys_and_a_filter(tmp_p
         .when_not_matched_insert_all()
         .execute()
     )
-    got = sorted((r["k"] if r["k"] is not None else -1, r["v"]) for r in DeltaTable(t.location).to_arrow().to_pylist())
+    got = sorted(
+        (r["k"] if r["k"] is not None else -1, r["v"]) for r in DeltaTable(t.location).to_arrow().to_pylist()
+    )
     # 6 does not match (t.v = 'f'), so it is inserted; the null keys never match.
     assert got == [(-1, "N"), (-1, "n"), (1, "a"), (2, "B"), (4, "d"), (5, "E"), (6, "F"), (6, "f"), (7, "G")]
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (2, 3)

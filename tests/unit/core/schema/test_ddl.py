@@ -31,12 +31,15 @@ from airflow_provider_delta.exceptions import DDLParseError, SchemaEvolutionErro
 
 
 def test_add_columns_with_nested_path_position_and_comment():
-    stmt = parse_alter("ALTER TABLE boxes ADD COLUMNS (colB.nested STRING AFTER field1, "
-                       "id BIGINT COMMENT 'the key' FIRST)")
-    assert stmt == AddColumns((
-        ColumnSpec(("colB", "nested"), StringType(), after="field1"),
-        ColumnSpec(("id",), LongType(), comment="the key", first=True),
-    ))
+    stmt = parse_alter(
+        "ALTER TABLE boxes ADD COLUMNS (colB.nested STRING AFTER field1, id BIGINT COMMENT 'the key' FIRST)"
+    )
+    assert stmt == AddColumns(
+        (
+            ColumnSpec(("colB", "nested"), StringType(), after="field1"),
+            ColumnSpec(("id",), LongType(), comment="the key", first=True),
+        )
+    )
 
 
 def test_add_column_without_parentheses_and_not_null():
@@ -57,9 +60,15 @@ def test_add_column_without_parentheses_and_not_null():
         ("ALTER TABLE t DROP COLUMN c", DropColumns((("c",),))),
         ("ALTER TABLE t DROP COLUMNS (a, b.c)", DropColumns((("a",), ("b", "c")))),
         ("ALTER TABLE t DROP COLUMN IF EXISTS a", DropColumns((("a",),), if_exists=True)),
-        ("ALTER TABLE t SET TBLPROPERTIES ('delta.enableChangeDataFeed' = true, delta.appendOnly = 'false', "
-         "'n' = 5)", SetProperties({"delta.enableChangeDataFeed": "true", "delta.appendOnly": "false", "n": "5"})),
-        ("ALTER TABLE t UNSET TBLPROPERTIES IF EXISTS ('a', b.c)", UnsetProperties(("a", "b.c"), if_exists=True)),
+        (
+            "ALTER TABLE t SET TBLPROPERTIES ('delta.enableChangeDataFeed' = true, delta.appendOnly = 'false', "
+            "'n' = 5)",
+            SetProperties({"delta.enableChangeDataFeed": "true", "delta.appendOnly": "false", "n": "5"}),
+        ),
+        (
+            "ALTER TABLE t UNSET TBLPROPERTIES IF EXISTS ('a', b.c)",
+            UnsetProperties(("a", "b.c"), if_exists=True),
+        ),
         ("RENAME COLUMN a TO b", RenameColumn(("a",), "b")),
     ],
 )
@@ -68,12 +77,15 @@ def test_statements_parse(sql, expected):
 
 
 def test_replace_columns_parses_the_docs_example_exactly():
-    stmt = parse_alter("ALTER TABLE boxes REPLACE COLUMNS (colC STRING, colB STRUCT<field2:STRING, "
-                       "nested:STRING, field1:STRING>, colA STRING)")
+    stmt = parse_alter(
+        "ALTER TABLE boxes REPLACE COLUMNS (colC STRING, colB STRUCT<field2:STRING, "
+        "nested:STRING, field1:STRING>, colA STRING)"
+    )
     assert isinstance(stmt, ReplaceColumns)
     colb = StructType(tuple(StructField(n, StringType()) for n in ("field2", "nested", "field1")))
-    assert stmt.schema == StructType((StructField("colC", StringType()), StructField("colB", colb),
-                                      StructField("colA", StringType())))
+    assert stmt.schema == StructType(
+        (StructField("colC", StringType()), StructField("colB", colb), StructField("colA", StringType()))
+    )
 
 
 @pytest.mark.parametrize(
@@ -83,8 +95,12 @@ def test_replace_columns_parses_the_docs_example_exactly():
         ("decimal", DecimalType(10, 0)),
         ("TIMESTAMP_NTZ", TimestampNtzType()),
         ("ARRAY<MAP<STRING, ARRAY<INT>>>", ArrayType(MapType(StringType(), ArrayType(IntegerType())))),
-        ("STRUCT<a:STRING, b INT NOT NULL COMMENT 'bee'>",
-         StructType((StructField("a", StringType()), StructField("b", IntegerType(), False, {"comment": "bee"})))),
+        (
+            "STRUCT<a:STRING, b INT NOT NULL COMMENT 'bee'>",
+            StructType(
+                (StructField("a", StringType()), StructField("b", IntegerType(), False, {"comment": "bee"}))
+            ),
+        ),
     ],
 )
 def test_types_parse(sql, expected):

@@ -36,7 +36,9 @@ def struct(*fields: tuple[str, DataType] | StructField) -> StructType:
 
 def boxes() -> StructType:
     """Delta's docs example: root{colA, colB{field1, field2}}."""
-    return struct(("colA", StringType()), ("colB", struct(("field1", StringType()), ("field2", StringType()))))
+    return struct(
+        ("colA", StringType()), ("colB", struct(("field1", StringType()), ("field2", StringType())))
+    )
 
 
 def shape(dt: DataType) -> object:
@@ -54,8 +56,9 @@ def shape(dt: DataType) -> object:
 
 
 def test_merge_appends_new_top_level_columns_at_the_end_with_their_case():
-    merged = merge_schemas(struct(("id", LongType()), ("v", StringType())),
-                           struct(("NewCol", StringType()), ("ID", LongType())))
+    merged = merge_schemas(
+        struct(("id", LongType()), ("v", StringType())), struct(("NewCol", StringType()), ("ID", LongType()))
+    )
     assert shape(merged) == [("id", "long"), ("v", "string"), ("NewCol", "string")]
 
 
@@ -67,14 +70,19 @@ def test_merge_keeps_the_table_schema_object_when_nothing_is_new():
 def test_merge_appends_new_struct_fields_at_the_end_of_the_struct():
     data = struct(("colB", struct(("new", LongType()), ("field2", StringType()))))
     assert shape(merge_schemas(boxes(), data)) == [
-        ("colA", "string"), ("colB", [("field1", "string"), ("field2", "string"), ("new", "long")])
+        ("colA", "string"),
+        ("colB", [("field1", "string"), ("field2", "string"), ("new", "long")]),
     ]
 
 
 def test_merge_evolves_structs_in_array_elements_and_map_values():
-    table = struct(("a", ArrayType(struct(("x", LongType())))), ("m", MapType(StringType(), struct(("x", LongType())))))
-    data = struct(("a", ArrayType(struct(("x", LongType()), ("y", StringType())))),
-                  ("m", MapType(StringType(), struct(("z", IntegerType())))))
+    table = struct(
+        ("a", ArrayType(struct(("x", LongType())))), ("m", MapType(StringType(), struct(("x", LongType()))))
+    )
+    data = struct(
+        ("a", ArrayType(struct(("x", LongType()), ("y", StringType())))),
+        ("m", MapType(StringType(), struct(("z", IntegerType())))),
+    )
     assert shape(merge_schemas(table, data)) == [
         ("a", ("array", [("x", "long"), ("y", "string")])),
         ("m", ("map", "string", [("x", "long"), ("z", "integer")])),
@@ -129,7 +137,9 @@ def test_merge_refuses_incompatible_types_naming_the_column(table, data):
 
 
 def test_merge_with_implicit_conversions_keeps_the_table_type():
-    merged = merge_schemas(struct(("v", LongType())), struct(("v", StringType())), allow_implicit_conversions=True)
+    merged = merge_schemas(
+        struct(("v", LongType())), struct(("v", StringType())), allow_implicit_conversions=True
+    )
     assert shape(merged) == [("v", "long")]
 
 
@@ -149,7 +159,8 @@ def test_merge_case_sensitive_treats_other_case_as_a_new_column():
 def test_add_nested_column_after_a_field_as_in_deltas_docs():
     result = add_column(boxes(), "colB.nested", StringType(), after="field1")
     assert shape(result) == [
-        ("colA", "string"), ("colB", [("field1", "string"), ("nested", "string"), ("field2", "string")])
+        ("colA", "string"),
+        ("colB", [("field1", "string"), ("nested", "string"), ("field2", "string")]),
     ]
     assert result.find_path(["colB", "nested"]).nullable is True
 
@@ -185,7 +196,8 @@ def test_add_column_bad_input_names_the_column(path, kwargs, match):
 
 def test_alter_nested_column_first_as_in_deltas_docs():
     assert shape(update_column(boxes(), "colB.field2", first=True))[1] == (
-        "colB", [("field2", "string"), ("field1", "string")]
+        "colB",
+        [("field2", "string"), ("field1", "string")],
     )
 
 
@@ -199,9 +211,11 @@ def test_alter_column_after_and_comment():
 
 def test_replace_columns_reorders_and_adds_as_in_deltas_docs():
     current = add_column(boxes(), "colB.nested", StringType(), after="field1")
-    new = struct(("colC", StringType()),
-                 ("colB", struct(("field2", StringType()), ("nested", StringType()), ("field1", StringType()))),
-                 ("colA", StringType()))
+    new = struct(
+        ("colC", StringType()),
+        ("colB", struct(("field2", StringType()), ("nested", StringType()), ("field1", StringType()))),
+        ("colA", StringType()),
+    )
     assert shape(replace_columns(current, new)) == [
         ("colC", "string"),
         ("colB", [("field2", "string"), ("nested", "string"), ("field1", "string")]),
@@ -220,10 +234,19 @@ def test_replace_columns_keeps_existing_metadata_and_takes_new_comments():
     ("new", "match"),
     [
         (struct(("colA", StringType())), "'colB' would be dropped"),
-        (struct(("colA", LongType()), ("colB", struct(("field1", StringType()), ("field2", StringType())))),
-         "'colA' would change type"),
-        (struct(StructField("colA", StringType(), False),
-                ("colB", struct(("field1", StringType()), ("field2", StringType())))), "cannot become NOT NULL"),
+        (
+            struct(
+                ("colA", LongType()), ("colB", struct(("field1", StringType()), ("field2", StringType())))
+            ),
+            "'colA' would change type",
+        ),
+        (
+            struct(
+                StructField("colA", StringType(), False),
+                ("colB", struct(("field1", StringType()), ("field2", StringType()))),
+            ),
+            "cannot become NOT NULL",
+        ),
     ],
 )
 def test_replace_columns_refuses_drops_type_changes_and_tightening(new, match):
@@ -232,8 +255,15 @@ def test_replace_columns_refuses_drops_type_changes_and_tightening(new, match):
 
 
 def test_rename_nested_column_keeps_place_and_metadata():
-    schema = struct(("colB", struct(StructField("field1", StringType(), True, {"delta.columnMapping.id": 7}),
-                                    ("field2", StringType()))))
+    schema = struct(
+        (
+            "colB",
+            struct(
+                StructField("field1", StringType(), True, {"delta.columnMapping.id": 7}),
+                ("field2", StringType()),
+            ),
+        )
+    )
     result = rename_column(schema, "colb.FIELD1", "field001")
     assert shape(result) == [("colB", [("field001", "string"), ("field2", "string")])]
     assert result.find_path(["colB", "field001"]).metadata["delta.columnMapping.id"] == 7
@@ -245,7 +275,10 @@ def test_rename_to_an_existing_name_is_refused():
 
 
 def test_drop_columns_top_level_and_nested():
-    assert shape(drop_columns(boxes(), ["colB.field1"])) == [("colA", "string"), ("colB", [("field2", "string")])]
+    assert shape(drop_columns(boxes(), ["colB.field1"])) == [
+        ("colA", "string"),
+        ("colB", [("field2", "string")]),
+    ]
     assert drop_columns(boxes(), ["colA"]).names == ("colB",)
 
 
