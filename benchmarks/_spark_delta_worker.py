@@ -46,6 +46,8 @@ def session(jars: list[str]) -> tuple[Any, float]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.catalogImplementation", "in-memory")
+        # delta-spark's log replay in 2 partitions instead of 50 (as the oracle fixture): 2 cores, small logs.
+        .config("spark.databricks.delta.snapshotPartitions", "2")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
@@ -64,7 +66,7 @@ def _alternate(repeats: int, runs: dict[str, Any]) -> dict[str, list[tuple[float
     out: dict[str, list[tuple[float, Any]]] = {e: [] for e in engines}
     for r in range(repeats):
         for engine in engines if r % 2 == 0 else engines[::-1]:
-            out[engine].append(_timed(lambda e=engine: runs[e](r)))
+            out[engine].append(_timed(lambda e=engine, r=r: runs[e](r)))
     return out
 
 
