@@ -28,7 +28,7 @@ DEMO_TABLE ?= peer/merge_cdf_partitioned
 DEMO_DIR := .demo
 BENCH_ARGS ?=
 
-.PHONY: help install venv delta-spark delta-spark-s3a test test-all test-spark test-cluster bench-cdf bench-spark bench-s3 bench-maintenance lint format typecheck layers pytest bench demo demo-log clean
+.PHONY: help install venv delta-spark delta-spark-s3a test test-all test-spark test-cluster bench-cdf bench-spark bench-spark-delta bench-s3 bench-maintenance lint format typecheck layers pytest bench demo demo-log clean
 
 help: ## show this help
 	@echo "Usage: make <target>   (first run creates $(VENV) and installs everything)"
@@ -193,6 +193,20 @@ bench-maintenance: $(STAMP) ## VACUUM and compaction vs delta-rs (BENCH_ARGS="--
 
 bench-spark: $(STAMP) ## Spark data plane: driver memory, write_delta / read_delta speed (BENCH_ARGS="--quick")
 	@$(PY) -m benchmarks.bench_spark $(BENCH_ARGS)
+
+# The yardstick: the Spark plane against delta-spark in one session of the oracle's pyspark (.venv-delta, with
+# this package installed there too: its runtime dependencies only, the oracle's pins kept as constraints).
+DELTA_BENCH_STAMP := $(DELTA_VENV)/.bench-installed
+$(DELTA_BENCH_STAMP): pyproject.toml $(ORACLE_DIR)/requirements.txt
+	@test -x $(DELTA_VENV)/bin/python && test -f $(DELTA_JARS_STAMP) || { \
+	  echo "error: the delta-spark oracle env is missing ($(DELTA_VENV) or $(JARS_DIR)/delta): run \`make delta-spark\` first"; exit 2; }
+	@echo "==> installing airflow-provider-delta (no extras) into $(DELTA_VENV)"
+	@uv="$(UV)"; [ -n "$$uv" ] || uv=$(BIN)/uv; \
+	 "$$uv" pip install --quiet --python $(DELTA_VENV)/bin/python -c $(ORACLE_DIR)/requirements.txt -e .
+	@touch $@
+
+bench-spark-delta: $(DELTA_BENCH_STAMP) ## Spark plane vs delta-spark, same session: write, read, MERGE, OPTIMIZE (needs `make delta-spark`; BENCH_ARGS="--quick")
+	@$(DELTA_VENV)/bin/python -m benchmarks.bench_spark_delta --jars $(JARS_DIR)/delta $(BENCH_ARGS)
 
 clean: ## remove .venv, caches and demo output
 	rm -rf $(VENV) $(DELTA_VENV) $(JARS_DIR) $(DEMO_DIR) .pytest_cache .mypy_cache .ruff_cache .hypothesis .import_linter_cache build dist *.egg-info

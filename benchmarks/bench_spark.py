@@ -144,7 +144,8 @@ def print_report(report: Report) -> None:
 
 FOOTNOTE = (
     "write/read: one fresh process per measurement, local[2]; ms exclude JVM start and a warm-up job. "
-    "Peak RSS = VmHWM of the Python driver process (Spark's JVM and Python workers are other processes)."
+    "Peak RSS = VmHWM of the Python driver process (Spark's JVM and Python workers are other processes). "
+    "Against delta-spark in the same session (pyspark 4.2.0): make bench-spark-delta."
 )
 
 
