@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from airflow_provider_delta.core.schema.types import DataType
 
-__all__ = ["insert_columns", "name_parts", "resolve_name"]
+__all__ = ["find_path", "insert_columns", "name_parts", "resolve_name"]
 
 
 def name_parts(column: str, where: str) -> tuple[str, ...]:
@@ -52,7 +52,8 @@ def name_parts(column: str, where: str) -> tuple[str, ...]:
     return expr.path
 
 
-def _path(struct: StructType, parts: Sequence[str]) -> tuple[str, ...] | None:
+def find_path(struct: StructType, parts: Sequence[str]) -> tuple[str, ...] | None:
+    """``parts`` in the schema's spelling (names ignore case), or None when some step is missing."""
     out: list[str] = []
     current: DataType = struct
     for name in parts:
@@ -84,9 +85,9 @@ def resolve_name(schema: StructType, parts: Sequence[str], alias: str) -> tuple[
     ``column...``; a nested field missing under that column leaves the name unresolved.
     """
     if len(parts) >= 2 and parts[0].lower() == alias.lower() and _has_column(schema, parts[1]):
-        return _path(schema, parts[1:])
+        return find_path(schema, parts[1:])
     if _has_column(schema, parts[0]):
-        return _path(schema, parts)
+        return find_path(schema, parts)
     return None
 
 

@@ -38,7 +38,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_provider_delta.core.commands.merge.names import insert_columns, name_parts, resolve_name
+from airflow_provider_delta.core.commands.merge.names import (
+    find_path,
+    insert_columns,
+    name_parts,
+    resolve_name,
+)
 from airflow_provider_delta.core.executor.merge.plan import (
     Assignment,
     EngineExpr,
@@ -129,23 +134,6 @@ def _qualifiers_of(expr: Expr) -> set[str | None]:
 def _unqualified(expr: Expr) -> Expr:
     return _map_columns(expr, lambda c: Column(None, c.path, c.dtype))
 
-
-def _find_path(struct: StructType, path: Sequence[str]) -> tuple[str, ...] | None:
-    """``path`` in the schema's spelling (names ignore case), or None when some step is missing."""
-    out: list[str] = []
-    current: DataType = struct
-    for name in path:
-        if not isinstance(current, StructType):
-            return None
-        try:
-            f = current.get(name, case_sensitive=False)
-        except SchemaError:
-            return None
-        if f is None:
-            return None
-        out.append(f.name)
-        current = f.type
-    return tuple(out)
 
 
 def _field_at(struct: StructType, path: Sequence[str]) -> StructField:
@@ -422,14 +410,14 @@ class _Planner:
         """Refuse an assignment to a column the target lacks and schema evolution cannot add: evolution
         is off, the source has no column of that name, or the clause is NOT MATCHED BY SOURCE (it sees
         only the target)."""
-        if _find_path(self.target, path) is not None:
+        if find_path(self.target, path) is not None:
             return
         name = ".".join(path)
         if not self.evolution:
             help_ = "enable schema evolution to add it (the source must have a column of that name)"
         elif clause.kind == "not_matched_by_source":
             help_ = "a NOT MATCHED BY SOURCE clause sees only the target; add the column first"
-        elif _find_path(self.source, path) is None:
+        elif find_path(self.source, path) is None:
             help_ = (
                 f"schema evolution adds only columns the source has ({self.sa}.{name} does not exist); "
                 "add the column first"
@@ -476,7 +464,7 @@ class _Planner:
         out: list[Assignment] = []
         seen: list[tuple[str, ...]] = []
         for path, expr, _direct, sql in raw:
-            canonical = _find_path(schema, path)
+            canonical = find_path(schema, path)
             if canonical is None:  # a step is not a struct
                 raise MergeError(
                     f"Cannot resolve column {'.'.join(path)!r} in {where}: nested assignments "
