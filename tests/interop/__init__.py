@@ -119,3 +119,34 @@ def assert_delta_rs_reads_identically(location: str, version: int | None = None)
             assert h.get(key) == mine.get(key), (h["version"], key)
     assert len(theirs.history()) == len(ours_history)
     return ours
+
+
+COLUMN_MAPPED_SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("my col", pa.string()),
+        ("p", pa.string()),
+        ("st", pa.struct([("a b", pa.int32()), ("c", pa.list_(pa.string()))])),
+        ("m", pa.map_(pa.string(), pa.int64())),
+    ]
+)
+
+
+def column_mapped_table(location: str, mode: str) -> DeltaTable:
+    """A partitioned table in column mapping ``mode`` (``name`` or ``id``) with names that need it
+    (spaces, nested), after an append, an UPDATE and a DELETE (schema: ``COLUMN_MAPPED_SCHEMA``)."""
+    schema = COLUMN_MAPPED_SCHEMA
+    t = DeltaTable.create(location, schema, partition_by=["p"], properties={"delta.columnMapping.mode": mode})
+    t.append(
+        pa.Table.from_pylist(
+            [
+                {"id": 1, "my col": "x", "p": "a=b", "st": {"a b": 1, "c": ["u"]}, "m": [("k", 1)]},
+                {"id": 2, "my col": None, "p": None, "st": None, "m": None},
+                {"id": 3, "my col": "z", "p": "a=b", "st": {"a b": None, "c": []}, "m": []},
+            ],
+            schema=schema,
+        )
+    )
+    t.update("id = 1", {"my col": "'y'"})
+    t.delete("id = 3")
+    return t

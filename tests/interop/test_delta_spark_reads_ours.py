@@ -19,6 +19,7 @@ import pyarrow as pa
 import pytest
 
 from airflow_provider_delta.core import DeltaTable
+from tests.interop import column_mapped_table
 from tests.interop.delta_spark_support import (
     assert_delta_spark_reads_identically,
     assert_every_version_identical,
@@ -98,28 +99,7 @@ def test_all_types_and_their_rewrites_read_identically(tmp_path: Path, delta_spa
 @pytest.mark.parametrize("mode", ["name", "id"])
 def test_column_mapped_table_reads_identically(tmp_path: Path, delta_spark: DeltaSpark, mode: str) -> None:
     location = str(tmp_path / "t")
-    schema = pa.schema(
-        [
-            ("id", pa.int64()),
-            ("my col", pa.string()),
-            ("p", pa.string()),
-            ("st", pa.struct([("a b", pa.int32()), ("c", pa.list_(pa.string()))])),
-            ("m", pa.map_(pa.string(), pa.int64())),
-        ]
-    )
-    t = DeltaTable.create(location, schema, partition_by=["p"], properties={"delta.columnMapping.mode": mode})
-    t.append(
-        pa.Table.from_pylist(
-            [
-                {"id": 1, "my col": "x", "p": "a=b", "st": {"a b": 1, "c": ["u"]}, "m": [("k", 1)]},
-                {"id": 2, "my col": None, "p": None, "st": None, "m": None},
-                {"id": 3, "my col": "z", "p": "a=b", "st": {"a b": None, "c": []}, "m": []},
-            ],
-            schema=schema,
-        )
-    )
-    t.update("id = 1", {"my col": "'y'"})
-    t.delete("id = 3")
+    t = column_mapped_table(location, mode)
     t.alter("RENAME COLUMN `my col` TO `renamed col`")
     t.alter("ALTER TABLE t ADD COLUMNS (st.added STRING AFTER `a b`)")
     t.alter("DROP COLUMN m")

@@ -21,9 +21,11 @@ import pytest
 
 from airflow_provider_delta.core import DeltaTable
 from tests.interop import (
+    COLUMN_MAPPED_SCHEMA,
     assert_delta_rs_reads_identically,
     assert_same_rows,
     canonical_rows,
+    column_mapped_table,
     rs_rows,
     rs_table,
 )
@@ -249,28 +251,8 @@ def test_rewrites_of_all_types_keep_every_value(tmp_path):
 @pytest.mark.parametrize("mode", ["name", "id"])
 def test_column_mapped_table_reads_identically_through_delta_rs_datafusion(tmp_path, mode):
     location = str(tmp_path / "t")
-    schema = pa.schema(
-        [
-            ("id", pa.int64()),
-            ("my col", pa.string()),
-            ("p", pa.string()),
-            ("st", pa.struct([("a b", pa.int32()), ("c", pa.list_(pa.string()))])),
-            ("m", pa.map_(pa.string(), pa.int64())),
-        ]
-    )
-    t = DeltaTable.create(location, schema, partition_by=["p"], properties={"delta.columnMapping.mode": mode})
-    t.append(
-        pa.Table.from_pylist(
-            [
-                {"id": 1, "my col": "x", "p": "a=b", "st": {"a b": 1, "c": ["u"]}, "m": [("k", 1)]},
-                {"id": 2, "my col": None, "p": None, "st": None, "m": None},
-                {"id": 3, "my col": "z", "p": "a=b", "st": {"a b": None, "c": []}, "m": []},
-            ],
-            schema=schema,
-        )
-    )
-    t.update("id = 1", {"my col": "'y'"})
-    t.delete("id = 3")
+    schema = COLUMN_MAPPED_SCHEMA
+    t = column_mapped_table(location, mode)
     t.overwrite(
         pa.Table.from_pylist([{"id": 4, "my col": "w", "p": None, "st": None, "m": None}], schema=schema),
         "p IS NULL",
